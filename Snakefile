@@ -1,0 +1,28 @@
+# rmbench: how fast reward models score in RLHF, runtime against runtime.
+# Thin on purpose: the stages live in workflow/rules/, the work in workflow/rmbench/.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/models.smk"
+include: "workflow/rules/bench.smk"
+include: "workflow/rules/analysis.smk"
+
+
+rule all:
+    input:
+        expand("results/correctness/{model}.json", model=used_models()),
+        study_outputs(),
+    default_target: True
+
+
+rule cells:
+    """Every benchmark launch of the config, without the analysis."""
+    input:
+        [cell["path"] for cell in CELLS],

@@ -1,0 +1,113 @@
+"""ONNX export of a model folder and the parity gate that every ONNX file must pass."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ParityError
+from .models import MAX_LENGTH, encode, load_model, load_tokenizer
+
+
+def export_onnx(model_dir: Path, out_path: Path, opset: int) -> None:
+    """Exports a sequence classifier with dynamic batch and sequence axes (optimum's exporter)."""
+    from optimum.exporters.onnx import main_export
+
+    out_path = Path(out_path)
+    with tempfile.TemporaryDirectory() as tmp:
+        main_export(str(model_dir), output=tmp, task="text-classification", opset=opset,
+                    device="cpu", do_validation=False)
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        for f in Path(tmp).glob("model.onnx*"):  # model.onnx and any external-data file
+            shutil.move(str(f), out_path.parent / f.name.replace("model.onnx", out_path.name))
+
+
+def ort_session(onnx_path: Path, threads: int, device: str = "cpu"):
+    """An InferenceSession with the project's thread settings (one intra-op pool, sequential)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    providers = ["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
+    return ort.InferenceSession(str(onnx_path), options, providers=providers)
+
+
+def ort_feed(session, encoded) -> dict:
+    """The tokenizer's arrays that the session takes, as int64."""
+    names = {i.name for i in session.get_inputs()}
+    return {k: np.asarray(v, dtype=np.int64) for k, v in encoded.items() if k in names}
+
+
+def ort_scores(session, tokenizer, pairs: list[tuple[str, str]], max_length: int = MAX_LENGTH) -> np.ndarray:
+    enc = encode(tokenizer, pairs, "np", max_length)
+    return session.run(None, ort_feed(session, enc))[0][:, 0]
+
+
+def batches(items: list, size: int) -> list[list]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def parity_report(model_dir: Path, onnx_path: Path, rows: list[dict], reference: list[float],
+                  tolerance: float, batch_size: int, threads: int, min_score_std: float) -> dict:
+    """Compares ONNX Runtime with the PyTorch reference on every row, alone and in padded batches."""
+    tokenizer = load_tokenizer(model_dir)
+    session = ort_session(onnx_path, threads)
+    pairs = [(r["prompt"], r["response"]) for r in rows]
+    ref = np.asarray(reference, dtype=np.float64)
+    single = np.array([ort_scores(session, tokenizer, [p])[0] for p in pairs])
+    batched = np.concatenate([ort_scores(session, tokenizer, b) for b in batches(pairs, batch_size)])
+    err_single, err_batched = np.abs(single - ref), np.abs(batched - ref)
+    worst = int(np.argmax(np.maximum(err_single, err_batched)))
+    report = {
+        "model_dir": str(model_dir),
+        "onnx": str(onnx_path),
+        "rows": len(rows),
+        "tolerance": tolerance,
+        "max_abs_err_single": float(err_single.max()),
+        "max_abs_err_batched": float(err_batched.max()),
+        "batch_size": batch_size,
+        "worst_row": rows[worst]["id"],
+        "reference_score_std": float(ref.std()),
+        "min_score_std": min_score_std,
+    }
+    agrees = max(report["max_abs_err_single"], report["max_abs_err_batched"]) <= tolerance
+    # Scores that hardly vary across rows would let any output pass: such a gate proves nothing.
+    report["passed"] = bool(agrees and report["reference_score_std"] >= min_score_std)
+    return report
+
+
+def check_parity(report: dict) -> None:
+    if report["reference_score_std"] < report["min_score_std"]:
+        raise ParityError(
+            f"reference scores of {report['model_dir']} barely vary across rows (std "
+            f"{report['reference_score_std']:.3g} < {report['min_score_std']:g}): parity would be "
+            "meaningless; for a synthetic model raise head_init_std"
+        )
+    if not report["passed"]:
+        raise ParityError(
+            f"ONNX parity gate failed for {report['onnx']}: max |ORT - PyTorch| = "
+            f"{report['max_abs_err_single']:.3g} (single rows), {report['max_abs_err_batched']:.3g} "
+            f"(batches of {report['batch_size']}) > tolerance {report['tolerance']:g}; worst row "
+            f"{report['worst_row']}"
+        )
+
+
+def reference_scores(model_dir: Path, rows: list[dict], threads: int) -> list[float]:
+    """PyTorch fp32 eager scores, one row at a time: the reference every runtime is checked against."""
+    import torch
+
+    torch.set_num_threads(threads)
+    tokenizer = load_tokenizer(model_dir)
+    model = load_model(model_dir)
+    scores = []
+    with torch.inference_mode():
+        for r in rows:
+            enc = encode(tokenizer, [(r["prompt"], r["response"])], "pt")
+            scores.append(float(model(**enc).logits[0, 0]))
+    return scores

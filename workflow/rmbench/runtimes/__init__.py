@@ -1,0 +1,25 @@
+"""One module per runtime behind the small interface in base.py.
+
+Adding a runtime is one module here plus one entry in RUNTIMES (and in the config schema).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .base import Runtime, Unsupported
+
+RUNTIMES = {
+    "hf_eager": "rmbench.runtimes.hf_eager:HFEagerRuntime",
+    "ort_python": "rmbench.runtimes.ort_python:OrtPythonRuntime",
+}
+
+
+def runtime_class(name: str) -> type[Runtime]:
+    if name not in RUNTIMES:
+        raise KeyError(f"unknown runtime '{name}' (known: {', '.join(RUNTIMES)})")
+    module, cls = RUNTIMES[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+__all__ = ["RUNTIMES", "Runtime", "Unsupported", "runtime_class"]

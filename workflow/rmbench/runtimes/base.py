@@ -1,0 +1,45 @@
+"""The runtime interface: load, score (prompt, response) pairs, close, describe.
+
+A runtime knows how to load a model and score text; it knows nothing of launches, statistics
+or files. Scoring covers the whole region the study times: raw text pair in, float score on
+the host out, tokenization included.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+
+class Unsupported(Exception):
+    """This runtime cannot run this cell (recorded as status 'unsupported', not a failure)."""
+
+
+class Runtime(ABC):
+    name: str = ""
+    needs_onnx: bool = False
+
+    def __init__(self, model_dir: Path, onnx_path: Path | None, device: str, threads: int,
+                 max_length: int):
+        self.model_dir = Path(model_dir)
+        self.onnx_path = Path(onnx_path) if onnx_path else None
+        self.device = device
+        self.threads = threads
+        self.max_length = max_length
+
+    @classmethod
+    @abstractmethod
+    def unavailable_reason(cls, device: str) -> str | None:
+        """Why this runtime cannot use `device` on this machine, or None when it can."""
+
+    @abstractmethod
+    def load(self) -> None: ...
+
+    @abstractmethod
+    def score(self, pairs: list[tuple[str, str]]) -> list[float]: ...
+
+    def close(self) -> None:  # noqa: B027 - most runtimes hold nothing that needs closing
+        pass
+
+    def describe(self) -> dict:
+        return {"name": self.name, "device": self.device, "threads": self.threads}

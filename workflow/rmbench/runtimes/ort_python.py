@@ -1,0 +1,39 @@
+"""ONNX Runtime called from Python: the same ONNX file and library as the native engine."""
+
+from __future__ import annotations
+
+from ..export import ort_scores, ort_session
+from ..models import load_tokenizer
+from .base import Runtime
+
+
+class OrtPythonRuntime(Runtime):
+    name = "ort_python"
+    needs_onnx = True
+
+    @classmethod
+    def unavailable_reason(cls, device: str) -> str | None:
+        import onnxruntime as ort
+
+        if device == "cuda" and "CUDAExecutionProvider" not in ort.get_available_providers():
+            return f"onnxruntime {ort.__version__} here has no CUDAExecutionProvider (install onnxruntime-gpu)"
+        return None
+
+    def load(self) -> None:
+        self.tokenizer = load_tokenizer(self.model_dir)
+        self.session = ort_session(self.onnx_path, self.threads, self.device)
+
+    def score(self, pairs):
+        return ort_scores(self.session, self.tokenizer, pairs, self.max_length).tolist()
+
+    def describe(self) -> dict:
+        import onnxruntime as ort
+
+        options = self.session.get_session_options()
+        return super().describe() | {
+            "onnxruntime": ort.__version__,
+            "library": ort.capi._pybind_state.__file__,
+            "providers": self.session.get_providers(),
+            "intra_op_threads": options.intra_op_num_threads,
+            "inter_op_threads": options.inter_op_num_threads,
+        }

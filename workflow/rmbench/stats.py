@@ -1,0 +1,119 @@
+"""Statistics across launches: each launch contributes one value per metric (its p50, its p95).
+
+Across launches: mean and 95% t-interval; Welch's t-test between two cells; a difference is
+real only when the two intervals do not overlap (the study's rule).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Interval:
+    mean: float
+    lo: float
+    hi: float
+    n: int
+    sd: float
+
+    def overlaps(self, other: Interval) -> bool:
+        return not (self.hi < other.lo or other.hi < self.lo)
+
+
+def t_interval(values, confidence: float = CONFIDENCE) -> Interval:
+    """Mean and two-sided t confidence interval; with fewer than 2 values the bounds are NaN."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, math.nan)
+    mean = float(x.mean())
+    if n < 2:
+        return Interval(mean, math.nan, math.nan, n, math.nan)
+    sd = float(x.std(ddof=1))
+    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    return Interval(mean, mean - half, mean + half, n, sd)
+
+
+def welch_p(a, b) -> float:
+    """Two-sided p-value of Welch's unequal-variance t-test (NaN when either side has < 2 values)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) < 2 or len(b) < 2:
+        return math.nan
+    return float(sps.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def latency_verdict(candidate: Interval, baseline: Interval) -> str:
+    """'faster' / 'slower' only when the 95% intervals do not overlap (lower is better)."""
+    if any(math.isnan(v) for v in (candidate.lo, candidate.hi, baseline.lo, baseline.hi)):
+        return "too few launches"
+    if candidate.hi < baseline.lo:
+        return "faster"
+    if candidate.lo > baseline.hi:
+        return "slower"
+    return "not distinguishable"
+
+
+def speedup(candidate: Interval, baseline: Interval) -> tuple[float, float]:
+    """Latency speed-up of candidate over baseline: point estimate and the conservative bound
+    (baseline's CI lower bound over candidate's CI upper bound), as the study reports them."""
+    point = baseline.mean / candidate.mean
+    # A CI reaching zero or below (few, noisy launches) bounds nothing.
+    conservative = baseline.lo / candidate.hi if baseline.lo > 0 and candidate.hi > 0 else math.nan
+    return point, conservative
+
+
+def coefficient_of_variation(values) -> float:
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2 or x.mean() == 0:
+        return math.nan
+    return float(x.std(ddof=1) / x.mean())
+
+
+def summarize(launches: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd.DataFrame:
+    """One row per cell: launch counts by status and, over the ok launches, each metric's
+    mean, CI bounds and coefficient of variation."""
+    rows = []
+    for key, group in launches.groupby(keys, sort=True, dropna=False):
+        ok = group[group["status"] == "ok"]
+        row = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        row["launches"] = len(group)
+        row["launches_ok"] = len(ok)
+        row["statuses"] = ";".join(f"{s}:{c}" for s, c in group["status"].value_counts().sort_index().items())
+        row["reasons"] = ";".join(sorted(set(group["reason"].dropna()) - {""}))
+        for metric in metrics:
+            iv = t_interval(ok[metric])
+            row |= {f"{metric}": iv.mean, f"{metric}_lo": iv.lo, f"{metric}_hi": iv.hi,
+                    f"{metric}_cv": coefficient_of_variation(ok[metric])}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def compare_latency(launches: pd.DataFrame, keys: list[str], between: str, metric: str) -> pd.DataFrame:
+    """Every pair of values of `between` (e.g. runtimes) within each group of `keys`: speed-up,
+    conservative speed-up, Welch p and verdict of the first against the second."""
+    rows = []
+    ok = launches[launches["status"] == "ok"]
+    for key, group in ok.groupby(keys, sort=True):
+        values = {name: g[metric].to_numpy() for name, g in group.groupby(between)}
+        for a, b in combinations(sorted(values), 2):
+            for cand, base in ((a, b), (b, a)):
+                ci_c, ci_b = t_interval(values[cand]), t_interval(values[base])
+                point, conservative = speedup(ci_c, ci_b)
+                rows.append(dict(zip(keys, key if isinstance(key, tuple) else (key,))) | {
+                    "metric": metric, "candidate": cand, "baseline": base,
+                    "candidate_mean": ci_c.mean, "baseline_mean": ci_b.mean,
+                    "speedup": point, "speedup_conservative": conservative,
+                    "welch_p": welch_p(values[cand], values[base]),
+                    "verdict": latency_verdict(ci_c, ci_b),
+                    "n_candidate": ci_c.n, "n_baseline": ci_b.n,
+                })
+    return pd.DataFrame(rows)

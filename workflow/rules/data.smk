@@ -1,0 +1,35 @@
+# The hh-rlhf split (synthetic, hub or local) and the seeded sample sets drawn from it.
+
+
+rule source_split:
+    output:
+        "results/data/source/{source}.jsonl",
+    params:
+        data=lambda wildcards: config["data"] | {"source": wildcards.source},
+    wildcard_constraints:
+        source="synthetic|hub",
+    log:
+        "results/logs/data/source_{source}.log",
+    conda:
+        "../../envs/bench.yaml"
+    script:
+        "../scripts/source_split.py"
+
+
+rule sample_set:
+    input:
+        split=source_split(),
+        tokenizers=expand("results/tokenizers/{model}", model=config["models"]),
+    output:
+        "results/data/{set}.jsonl",
+    params:
+        size=lambda wildcards: config["sets"][wildcards.set]["size"],
+        seed=lambda wildcards: config["sets"][wildcards.set]["seed"],
+        models=list(config["models"]),
+        source=config["data"]["source"],
+    log:
+        "results/logs/data/{set}.log",
+    conda:
+        "../../envs/bench.yaml"
+    script:
+        "../scripts/sample_set.py"

@@ -1,0 +1,7 @@
+"""Writes a model folder: config, safetensors weights, tokenizer files."""
+
+from rmbench.glue import logged
+from rmbench.models import build_model
+
+with logged(snakemake.log[0]):
+    build_model(snakemake.params.model, snakemake.input.tokenizer, snakemake.output[0])

@@ -1,0 +1,7 @@
+"""Writes a model's tokenizer folder (built offline, or fetched from the hub or a local folder)."""
+
+from rmbench.glue import logged
+from rmbench.models import build_tokenizer
+
+with logged(snakemake.log[0]):
+    build_tokenizer(snakemake.params.model, snakemake.output[0], snakemake.input.get("spm"))

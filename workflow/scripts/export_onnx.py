@@ -1,0 +1,7 @@
+"""Exports a model folder to ONNX with dynamic batch and sequence axes."""
+
+from rmbench.export import export_onnx
+from rmbench.glue import logged
+
+with logged(snakemake.log[0]):
+    export_onnx(snakemake.input.model, snakemake.output[0], snakemake.params.opset)

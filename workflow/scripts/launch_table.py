@@ -1,0 +1,9 @@
+"""Builds a study's tidy table: one row per launch, any status."""
+
+from rmbench.glue import logged
+from rmbench.tables import launch_table
+
+with logged(snakemake.log[0]):
+    table = launch_table(snakemake.input)
+    table.to_csv(snakemake.output[0], index=False)
+    print(table["status"].value_counts().to_string())

@@ -1,0 +1,10 @@
+"""PyTorch fp32 eager scores of one set: the reference that every launch is checked against."""
+
+from rmbench.data import load_set
+from rmbench.export import reference_scores
+from rmbench.glue import logged, write_json
+
+with logged(snakemake.log[0]):
+    rows = load_set(snakemake.input.rows)
+    scores = reference_scores(snakemake.input.model, rows, snakemake.params.threads)
+    write_json({"ids": [r["id"] for r in rows], "scores": scores}, snakemake.output[0])

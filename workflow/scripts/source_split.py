@@ -1,0 +1,9 @@
+"""Writes the whole hh-rlhf split (synthetic or hub) as JSONL."""
+
+from rmbench.data import load_source, write_jsonl
+from rmbench.glue import logged
+
+with logged(snakemake.log[0]):
+    rows = load_source(snakemake.params.data)
+    write_jsonl(rows, snakemake.output[0])
+    print(f"wrote {len(rows)} rows from source '{snakemake.params.data['source']}'")
