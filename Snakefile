@@ -16,10 +16,10 @@ include: "workflow/rules/analysis.smk"
 
 
 rule all:
+    default_target: True
     input:
         expand("results/correctness/{model}.json", model=used_models()),
         study_outputs(),
-    default_target: True
 
 
 rule cells:

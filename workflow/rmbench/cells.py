@@ -40,8 +40,16 @@ def latency_cells(config: dict) -> list[dict]:
                 for set_name in study["sets"]:
                     params = format_params({"set": set_name})
                     for launch in range(1, launch_count(runtime_cfg, device) + 1):
-                        cells.append(dict(study="latency", model=model, device=device,
-                                          runtime=runtime, params=params, launch=launch))
+                        cells.append(
+                            {
+                                "study": "latency",
+                                "model": model,
+                                "device": device,
+                                "runtime": runtime,
+                                "params": params,
+                                "launch": launch,
+                            }
+                        )
     return cells
 
 

@@ -56,8 +56,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
 def write_jsonl(rows: list[dict], path: str | Path) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
 def load_local(path: str | Path) -> list[dict]:
@@ -80,7 +79,7 @@ def load_hub(hub_id: str, split: str) -> list[dict]:
         import datasets
 
         ds = datasets.load_dataset(hub_id, split=split)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any failure to reach the hub gets the same advice
         raise DataSourceError(
             f"could not load {hub_id} (split '{split}') from the Hugging Face hub or its cache: "
             f"{type(e).__name__}: {e}. Without hub access, set data.source to 'local' (with "
@@ -113,8 +112,9 @@ def sample_rows(split: list[dict], size: int, seed: int, id_prefix: str) -> list
     for i in index:
         prompt, response = split_dialogue(split[i]["chosen"])
         _, rejected = split_dialogue(split[i]["rejected"])
-        rows.append({"id": f"{id_prefix}-{int(i):05d}", "prompt": prompt, "response": response,
-                     "rejected": rejected})
+        rows.append(
+            {"id": f"{id_prefix}-{int(i):05d}", "prompt": prompt, "response": response, "rejected": rejected}
+        )
     return rows
 
 

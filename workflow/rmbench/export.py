@@ -18,8 +18,14 @@ def export_onnx(model_dir: Path, out_path: Path, opset: int) -> None:
 
     out_path = Path(out_path)
     with tempfile.TemporaryDirectory() as tmp:
-        main_export(str(model_dir), output=tmp, task="text-classification", opset=opset,
-                    device="cpu", do_validation=False)
+        main_export(
+            str(model_dir),
+            output=tmp,
+            task="text-classification",
+            opset=opset,
+            device="cpu",
+            do_validation=False,
+        )
         out_path.parent.mkdir(parents=True, exist_ok=True)
         for f in Path(tmp).glob("model.onnx*"):  # model.onnx and any external-data file
             shutil.move(str(f), out_path.parent / f.name.replace("model.onnx", out_path.name))
@@ -53,8 +59,16 @@ def batches(items: list, size: int) -> list[list]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def parity_report(model_dir: Path, onnx_path: Path, rows: list[dict], reference: list[float],
-                  tolerance: float, batch_size: int, threads: int, min_score_std: float) -> dict:
+def parity_report(
+    model_dir: Path,
+    onnx_path: Path,
+    rows: list[dict],
+    reference: list[float],
+    tolerance: float,
+    batch_size: int,
+    threads: int,
+    min_score_std: float,
+) -> dict:
     """Compares ONNX Runtime with the PyTorch reference on every row, alone and in padded batches."""
     tokenizer = load_tokenizer(model_dir)
     session = ort_session(onnx_path, threads)

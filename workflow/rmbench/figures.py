@@ -7,8 +7,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
 
 def save(fig, pdf_path: str | Path) -> None:
@@ -24,16 +24,16 @@ def latency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> 
     model and device that has results."""
     ok = table[(table["launches_ok"] > 0) & (table["set"] == set_name)]
     panels = sorted(ok.groupby(["model", "device"]).groups)
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(4.2 * max(1, len(panels)), 3.4),
-                             squeeze=False)
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(4.2 * max(1, len(panels)), 3.4), squeeze=False)
     for ax, (model, device) in zip(axes[0], panels):
         sub = ok[(ok["model"] == model) & (ok["device"] == device)].sort_values("p50_ms")
         x = range(len(sub))
         for metric, marker, label in (("p50", "o", "p50"), ("p95", "s", "p95")):
             mean = sub[f"{metric}_ms"]
             err = [mean - sub[f"{metric}_lo"].fillna(mean), sub[f"{metric}_hi"].fillna(mean) - mean]
-            ax.errorbar(x, mean, yerr=err, fmt=marker, capsize=4, label=label,
-                        mfc="none" if metric == "p95" else None)
+            ax.errorbar(
+                x, mean, yerr=err, fmt=marker, capsize=4, label=label, mfc="none" if metric == "p95" else None
+            )
         ax.set_xticks(list(x), sub["runtime"], rotation=20)
         ax.set_title(f"{model} ({device})")
         ax.set_ylabel("per-row latency, ms")

@@ -73,8 +73,9 @@ def time_rows_one_at_a_time(runtime, pairs: list[tuple[str, str]], warmup_rows: 
 SCENARIOS = {"latency": time_rows_one_at_a_time}
 
 
-def run_launch(cell: dict, rows: list[dict], reference: list[float], model_dir, onnx_path,
-               settings: dict) -> dict:
+def run_launch(
+    cell: dict, rows: list[dict], reference: list[float], model_dir, onnx_path, settings: dict
+) -> dict:
     """Runs one launch in this process and returns its result record (without provenance)."""
     record = {"cell": cell, "settings": settings, "status": None, "reason": None, "metrics": {}}
     cls = runtime_class(cell["runtime"])
@@ -113,7 +114,11 @@ def run_launch(cell: dict, rows: list[dict], reference: list[float], model_dir, 
     }
     if errors.max() > tolerance:
         worst = int(errors.argmax())
-        return record | {"status": "mismatch", "reason": (
-            f"score of row {rows[worst]['id']} differs from the reference by {errors[worst]:.3g} "
-            f"> {tolerance:g}")}
+        return record | {
+            "status": "mismatch",
+            "reason": (
+                f"score of row {rows[worst]['id']} differs from the reference by {errors[worst]:.3g} "
+                f"> {tolerance:g}"
+            ),
+        }
     return record | {"status": "ok"}

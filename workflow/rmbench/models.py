@@ -19,26 +19,48 @@ ARCHITECTURES = {
     "deberta-v3-large": {
         "class": "DebertaV2ForSequenceClassification",
         "tokenizer": "sentencepiece",
-        "config": dict(
-            model_type="deberta-v2", hidden_size=1024, num_hidden_layers=24,
-            num_attention_heads=16, intermediate_size=4096, vocab_size=128100,
-            max_position_embeddings=512, relative_attention=True, position_buckets=256,
-            pos_att_type=["p2c", "c2p"], norm_rel_ebd="layer_norm", share_att_key=True,
-            max_relative_positions=-1, position_biased_input=False, type_vocab_size=0,
-            hidden_act="gelu", layer_norm_eps=1e-7, pooler_hidden_size=1024,
-            pooler_hidden_act="gelu", pooler_dropout=0.0, num_labels=1,
-        ),
+        "config": {
+            "model_type": "deberta-v2",
+            "hidden_size": 1024,
+            "num_hidden_layers": 24,
+            "num_attention_heads": 16,
+            "intermediate_size": 4096,
+            "vocab_size": 128100,
+            "max_position_embeddings": 512,
+            "relative_attention": True,
+            "position_buckets": 256,
+            "pos_att_type": ["p2c", "c2p"],
+            "norm_rel_ebd": "layer_norm",
+            "share_att_key": True,
+            "max_relative_positions": -1,
+            "position_biased_input": False,
+            "type_vocab_size": 0,
+            "hidden_act": "gelu",
+            "layer_norm_eps": 1e-7,
+            "pooler_hidden_size": 1024,
+            "pooler_hidden_act": "gelu",
+            "pooler_dropout": 0.0,
+            "num_labels": 1,
+        },
         "head": ["pooler.dense", "classifier"],
     },
     "electra-large": {
         "class": "ElectraForSequenceClassification",
         "tokenizer": "wordpiece",
-        "config": dict(
-            model_type="electra", hidden_size=1024, embedding_size=1024, num_hidden_layers=24,
-            num_attention_heads=16, intermediate_size=4096, vocab_size=30522,
-            type_vocab_size=2, max_position_embeddings=512, layer_norm_eps=1e-12,
-            hidden_act="gelu", num_labels=1,
-        ),
+        "config": {
+            "model_type": "electra",
+            "hidden_size": 1024,
+            "embedding_size": 1024,
+            "num_hidden_layers": 24,
+            "num_attention_heads": 16,
+            "intermediate_size": 4096,
+            "vocab_size": 30522,
+            "type_vocab_size": 2,
+            "max_position_embeddings": 512,
+            "layer_norm_eps": 1e-12,
+            "hidden_act": "gelu",
+            "num_labels": 1,
+        },
         "head": ["classifier.dense", "classifier.out_proj"],
     },
 }
@@ -101,12 +123,24 @@ def train_sentencepiece(corpus: list[str], out_model: Path, vocab_size: int, see
         text = Path(tmp) / "corpus.txt"
         text.write_text("\n".join(corpus), encoding="utf-8")
         spm.SentencePieceTrainer.train(
-            input=str(text), model_prefix=str(Path(tmp) / "spm"), model_type="unigram",
-            vocab_size=vocab_size, hard_vocab_limit=False, character_coverage=1.0,
-            pad_id=pad[1], pad_piece=pad[0], bos_id=bos[1], bos_piece=bos[0],
-            eos_id=eos[1], eos_piece=eos[0], unk_id=unk[1], unk_piece=unk[0],
-            user_defined_symbols=[SPM_MASK], num_threads=1,
-            minloglevel=2, shuffle_input_sentence=True,
+            input=str(text),
+            model_prefix=str(Path(tmp) / "spm"),
+            model_type="unigram",
+            vocab_size=vocab_size,
+            hard_vocab_limit=False,
+            character_coverage=1.0,
+            pad_id=pad[1],
+            pad_piece=pad[0],
+            bos_id=bos[1],
+            bos_piece=bos[0],
+            eos_id=eos[1],
+            eos_piece=eos[0],
+            unk_id=unk[1],
+            unk_piece=unk[0],
+            user_defined_symbols=[SPM_MASK],
+            num_threads=1,
+            minloglevel=2,
+            shuffle_input_sentence=True,
         )
         shutil.copy(Path(tmp) / "spm.model", out_model)
 
@@ -126,11 +160,13 @@ def build_tokenizer(model_cfg: dict, out_dir: Path, spm_model: Path | None = Non
     kind = architecture(model_cfg["architecture"])["tokenizer"]
     if kind == "sentencepiece":
         # DeBERTa-v3's own settings: cased, no punctuation pre-split.
-        slow = DebertaV2Tokenizer(vocab_file=str(spm_model), do_lower_case=False,
-                                  split_by_punct=False, model_max_length=MAX_LENGTH)
+        slow = DebertaV2Tokenizer(
+            vocab_file=str(spm_model), do_lower_case=False, split_by_punct=False, model_max_length=MAX_LENGTH
+        )
     else:
-        slow = ElectraTokenizer(vocab_file=str(wordpiece_vocab()), do_lower_case=True,
-                                model_max_length=MAX_LENGTH)
+        slow = ElectraTokenizer(
+            vocab_file=str(wordpiece_vocab()), do_lower_case=True, model_max_length=MAX_LENGTH
+        )
     slow.save_pretrained(out_dir)
     # Converting the saved slow tokenizer writes tokenizer.json for the fast one beside it.
     AutoTokenizer.from_pretrained(out_dir, use_fast=True, from_slow=True).save_pretrained(out_dir)
@@ -233,12 +269,20 @@ def load_model(folder: str | Path, device: str = "cpu"):
 
     folder = Path(folder)
     if not (folder / "config.json").exists():
-        raise ModelSourceError(f"model folder {folder} is missing or has no config.json; build it with the model rule")
+        raise ModelSourceError(
+            f"model folder {folder} is missing or has no config.json; build it with the model rule"
+        )
     return AutoModelForSequenceClassification.from_pretrained(folder).to(device).eval()
 
 
 def encode(tokenizer, pairs: list[tuple[str, str]], tensors: str, max_length: int = MAX_LENGTH):
     """Tokenizes (prompt, response) pairs as the model cards do: longest_first to max_length."""
     prompts, responses = zip(*pairs)
-    return tokenizer(list(prompts), list(responses), truncation=True, max_length=max_length,
-                     padding=True, return_tensors=tensors)
+    return tokenizer(
+        list(prompts),
+        list(responses),
+        truncation=True,
+        max_length=max_length,
+        padding=True,
+        return_tensors=tensors,
+    )

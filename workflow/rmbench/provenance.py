@@ -10,14 +10,21 @@ import subprocess
 from pathlib import Path
 
 PACKAGES = ("torch", "transformers", "onnxruntime", "optimum-onnx", "tokenizers", "numpy")
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                    "OPENBLAS_CORETYPE", "TOKENIZERS_PARALLELISM", "CUDA_VISIBLE_DEVICES")
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "OPENBLAS_CORETYPE",
+    "TOKENIZERS_PARALLELISM",
+    "CUDA_VISIBLE_DEVICES",
+)
 
 
 def _git(repo: Path, *args: str) -> str | None:
     try:
-        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                             timeout=10, check=True)
+        out = subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10, check=True
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip()
@@ -71,5 +78,5 @@ def provenance(repo: Path, device: str) -> dict:
         "device_name": device_name(device),
         "packages": package_versions(),
         "environment": {k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ},
-        "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "recorded_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }

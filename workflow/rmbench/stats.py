@@ -91,8 +91,12 @@ def summarize(launches: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd
         row["reasons"] = ";".join(sorted(set(group["reason"].dropna()) - {""}))
         for metric in metrics:
             iv = t_interval(ok[metric])
-            row |= {f"{metric}": iv.mean, f"{metric}_lo": iv.lo, f"{metric}_hi": iv.hi,
-                    f"{metric}_cv": coefficient_of_variation(ok[metric])}
+            row |= {
+                f"{metric}": iv.mean,
+                f"{metric}_lo": iv.lo,
+                f"{metric}_hi": iv.hi,
+                f"{metric}_cv": coefficient_of_variation(ok[metric]),
+            }
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -108,12 +112,20 @@ def compare_latency(launches: pd.DataFrame, keys: list[str], between: str, metri
             for cand, base in ((a, b), (b, a)):
                 ci_c, ci_b = t_interval(values[cand]), t_interval(values[base])
                 point, conservative = speedup(ci_c, ci_b)
-                rows.append(dict(zip(keys, key if isinstance(key, tuple) else (key,))) | {
-                    "metric": metric, "candidate": cand, "baseline": base,
-                    "candidate_mean": ci_c.mean, "baseline_mean": ci_b.mean,
-                    "speedup": point, "speedup_conservative": conservative,
-                    "welch_p": welch_p(values[cand], values[base]),
-                    "verdict": latency_verdict(ci_c, ci_b),
-                    "n_candidate": ci_c.n, "n_baseline": ci_b.n,
-                })
+                rows.append(
+                    dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+                    | {
+                        "metric": metric,
+                        "candidate": cand,
+                        "baseline": base,
+                        "candidate_mean": ci_c.mean,
+                        "baseline_mean": ci_b.mean,
+                        "speedup": point,
+                        "speedup_conservative": conservative,
+                        "welch_p": welch_p(values[cand], values[base]),
+                        "verdict": latency_verdict(ci_c, ci_b),
+                        "n_candidate": ci_c.n,
+                        "n_baseline": ci_b.n,
+                    }
+                )
     return pd.DataFrame(rows)

@@ -35,12 +35,12 @@ rule latency_table:
     output:
         tex="paper/tables/latency.tex",
         csv="paper/tables/latency.csv",
-    params:
-        baseline=config["studies"]["latency"]["baseline"],
     log:
         "results/logs/paper/latency_table.log",
     conda:
         "../../envs/analysis.yaml"
+    params:
+        baseline=config["studies"]["latency"]["baseline"],
     script:
         "../scripts/latency_table.py"
 
@@ -51,11 +51,11 @@ rule latency_figure:
     output:
         pdf="paper/figures/latency.pdf",
         png="paper/figures/latency.png",
-    params:
-        set=config["studies"]["latency"]["sets"][0],
     log:
         "results/logs/paper/latency_figure.log",
     conda:
         "../../envs/analysis.yaml"
+    params:
+        set=config["studies"]["latency"]["sets"][0],
     script:
         "../scripts/latency_figure.py"

@@ -6,6 +6,12 @@ rule cell:
         unpack(cell_inputs),
     output:
         CELL_PATH,
+    log:
+        "results/logs/cells/{study}/{model}/{device}/{runtime}/{params}/launch~{launch}.log",
+    conda:
+        "../../envs/bench.yaml"
+    # Every core: a measurement never shares the machine with another job.
+    threads: workflow.cores
     params:
         settings=lambda wildcards: {
             "threads": threads(),
@@ -17,11 +23,5 @@ rule cell:
             ],
         },
         repo=workflow.basedir,
-    # Every core: a measurement never shares the machine with another job.
-    threads: workflow.cores
-    log:
-        "results/logs/cells/{study}/{model}/{device}/{runtime}/{params}/launch~{launch}.log",
-    conda:
-        "../../envs/bench.yaml"
     script:
         "../scripts/run_cell.py"

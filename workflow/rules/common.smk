@@ -5,13 +5,8 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-PACKAGE_DIR = str(Path(workflow.basedir) / "workflow")
-# The rules import rmbench here; script jobs (new processes, also on cluster nodes, which parse
-# this file again) find it through PYTHONPATH.
-sys.path.insert(0, PACKAGE_DIR)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (PACKAGE_DIR, os.environ.get("PYTHONPATH")) if p
-)
+# The rules use the rmbench package too (scripts import it through scripts/_bootstrap.py).
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from rmbench.cells import CELL_PATH, cell_table, check_references, parse_params
 

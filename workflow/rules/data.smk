@@ -4,14 +4,14 @@
 rule source_split:
     output:
         "results/data/source/{source}.jsonl",
-    params:
-        data=lambda wildcards: config["data"] | {"source": wildcards.source},
-    wildcard_constraints:
-        source="synthetic|hub",
     log:
         "results/logs/data/source_{source}.log",
+    wildcard_constraints:
+        source="synthetic|hub",
     conda:
         "../../envs/bench.yaml"
+    params:
+        data=lambda wildcards: config["data"] | {"source": wildcards.source},
     script:
         "../scripts/source_split.py"
 
@@ -22,14 +22,14 @@ rule sample_set:
         tokenizers=expand("results/tokenizers/{model}", model=config["models"]),
     output:
         "results/data/{set}.jsonl",
+    log:
+        "results/logs/data/{set}.log",
+    conda:
+        "../../envs/bench.yaml"
     params:
         size=lambda wildcards: config["sets"][wildcards.set]["size"],
         seed=lambda wildcards: config["sets"][wildcards.set]["seed"],
         models=list(config["models"]),
         source=config["data"]["source"],
-    log:
-        "results/logs/data/{set}.log",
-    conda:
-        "../../envs/bench.yaml"
     script:
         "../scripts/sample_set.py"

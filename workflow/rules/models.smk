@@ -4,13 +4,13 @@
 rule train_sentencepiece:
     output:
         "results/tokenizers/spm/{model}.model",
-    params:
-        tokenizers=config["tokenizers"],
-        data=config["data"],
     log:
         "results/logs/tokenizers/spm_{model}.log",
     conda:
         "../../envs/bench.yaml"
+    params:
+        tokenizers=config["tokenizers"],
+        data=config["data"],
     script:
         "../scripts/train_sentencepiece.py"
 
@@ -20,12 +20,12 @@ rule tokenizer:
         unpack(tokenizer_inputs),
     output:
         directory("results/tokenizers/{model}"),
-    params:
-        model=lambda wildcards: model_cfg(wildcards.model),
     log:
         "results/logs/tokenizers/{model}.log",
     conda:
         "../../envs/bench.yaml"
+    params:
+        model=lambda wildcards: model_cfg(wildcards.model),
     script:
         "../scripts/build_tokenizer.py"
 
@@ -35,14 +35,14 @@ rule model:
         tokenizer="results/tokenizers/{model}",
     output:
         directory("results/models/{model}"),
-    params:
-        model=lambda wildcards: model_cfg(wildcards.model),
-    resources:
-        mem_mb=8000,
     log:
         "results/logs/models/{model}.log",
     conda:
         "../../envs/bench.yaml"
+    resources:
+        mem_mb=8000,
+    params:
+        model=lambda wildcards: model_cfg(wildcards.model),
     script:
         "../scripts/build_model.py"
 
@@ -52,14 +52,14 @@ rule export_onnx:
         model="results/models/{model}",
     output:
         "results/onnx/{model}/model.onnx",
-    params:
-        opset=config["parity"]["opset"],
-    resources:
-        mem_mb=12000,
     log:
         "results/logs/onnx/{model}.log",
     conda:
         "../../envs/bench.yaml"
+    resources:
+        mem_mb=12000,
+    params:
+        opset=config["parity"]["opset"],
     script:
         "../scripts/export_onnx.py"
 
@@ -70,13 +70,13 @@ rule reference_scores:
         rows="results/data/{set}.jsonl",
     output:
         "results/reference/{model}/{set}.json",
-    params:
-        threads=threads(),
-    threads: threads()
     log:
         "results/logs/reference/{model}_{set}.log",
     conda:
         "../../envs/bench.yaml"
+    threads: threads()
+    params:
+        threads=threads(),
     script:
         "../scripts/reference_scores.py"
 
@@ -89,13 +89,13 @@ rule parity:
         reference="results/reference/{model}/main60.json",
     output:
         "results/correctness/{model}.json",
-    params:
-        parity=config["parity"],
-        threads=threads(),
-    threads: threads()
     log:
         "results/logs/correctness/{model}.log",
     conda:
         "../../envs/bench.yaml"
+    threads: threads()
+    params:
+        parity=config["parity"],
+        threads=threads(),
     script:
         "../scripts/parity.py"

@@ -1,5 +1,6 @@
 """Writes a model folder: config, safetensors weights, tokenizer files."""
 
+import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged
 from rmbench.models import build_model
 

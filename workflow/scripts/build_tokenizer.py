@@ -1,5 +1,6 @@
 """Writes a model's tokenizer folder (built offline, or fetched from the hub or a local folder)."""
 
+import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged
 from rmbench.models import build_tokenizer
 

@@ -1,5 +1,6 @@
 """Exports a model folder to ONNX with dynamic batch and sequence axes."""
 
+import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.export import export_onnx
 from rmbench.glue import logged
 

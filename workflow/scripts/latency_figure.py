@@ -1,7 +1,7 @@
 """The latency figure: mean and 95% CI of per-launch p50/p95 per runtime."""
 
+import _bootstrap  # noqa: F401  (makes rmbench importable)
 import pandas as pd
-
 from rmbench.figures import latency_figure
 from rmbench.glue import logged
 

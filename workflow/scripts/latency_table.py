@@ -1,7 +1,7 @@
 """The paper's main latency table (CSV and LaTeX)."""
 
+import _bootstrap  # noqa: F401  (makes rmbench importable)
 import pandas as pd
-
 from rmbench.glue import logged
 from rmbench.tables import latency_latex, latency_rows
 

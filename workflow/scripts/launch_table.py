@@ -1,5 +1,6 @@
 """Builds a study's tidy table: one row per launch, any status."""
 
+import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged
 from rmbench.tables import launch_table
 

@@ -1,5 +1,6 @@
 """The parity gate: ONNX Runtime vs the PyTorch reference; a failure stops the pipeline."""
 
+import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.data import load_set
 from rmbench.export import check_parity, parity_report
 from rmbench.glue import logged, read_json, write_json
@@ -7,9 +8,14 @@ from rmbench.glue import logged, read_json, write_json
 with logged(snakemake.log[0]):
     cfg = snakemake.params.parity
     report = parity_report(
-        snakemake.input.model, snakemake.input.onnx, load_set(snakemake.input.rows),
-        read_json(snakemake.input.reference)["scores"], cfg["tolerance"], cfg["batch_size"],
-        snakemake.params.threads, cfg["min_score_std"],
+        snakemake.input.model,
+        snakemake.input.onnx,
+        load_set(snakemake.input.rows),
+        read_json(snakemake.input.reference)["scores"],
+        cfg["tolerance"],
+        cfg["batch_size"],
+        snakemake.params.threads,
+        cfg["min_score_std"],
     )
     print(report)
     check_parity(report)

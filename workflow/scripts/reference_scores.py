@@ -1,5 +1,6 @@
 """PyTorch fp32 eager scores of one set: the reference that every launch is checked against."""
 
+import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.data import load_set
 from rmbench.export import reference_scores
 from rmbench.glue import logged, write_json

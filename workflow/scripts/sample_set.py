@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.data import count_tokens, load_local, read_jsonl, sample_rows, write_jsonl
 from rmbench.glue import logged
 from rmbench.models import load_tokenizer

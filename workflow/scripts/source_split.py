@@ -1,5 +1,6 @@
 """Writes the whole hh-rlhf split (synthetic or hub) as JSONL."""
 
+import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.data import load_source, write_jsonl
 from rmbench.glue import logged
 

@@ -1,5 +1,6 @@
 """Trains a DeBERTa-v3-style SentencePiece model on generated dialogues (seeded)."""
 
+import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged
 from rmbench.models import train_sentencepiece
 from rmbench.synthetic import generate_split

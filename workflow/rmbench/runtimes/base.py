@@ -19,8 +19,7 @@ class Runtime(ABC):
     name: str = ""
     needs_onnx: bool = False
 
-    def __init__(self, model_dir: Path, onnx_path: Path | None, device: str, threads: int,
-                 max_length: int):
+    def __init__(self, model_dir: Path, onnx_path: Path | None, device: str, threads: int, max_length: int):
         self.model_dir = Path(model_dir)
         self.onnx_path = Path(onnx_path) if onnx_path else None
         self.device = device
@@ -38,7 +37,7 @@ class Runtime(ABC):
     @abstractmethod
     def score(self, pairs: list[tuple[str, str]]) -> list[float]: ...
 
-    def close(self) -> None:  # noqa: B027 - most runtimes hold nothing that needs closing
+    def close(self) -> None:
         pass
 
     def describe(self) -> dict:

@@ -16,7 +16,9 @@ class OrtPythonRuntime(Runtime):
         import onnxruntime as ort
 
         if device == "cuda" and "CUDAExecutionProvider" not in ort.get_available_providers():
-            return f"onnxruntime {ort.__version__} here has no CUDAExecutionProvider (install onnxruntime-gpu)"
+            return (
+                f"onnxruntime {ort.__version__} here has no CUDAExecutionProvider (install onnxruntime-gpu)"
+            )
         return None
 
     def load(self) -> None:

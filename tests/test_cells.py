@@ -1,0 +1,113 @@
+"""The cell table and one launch's status handling, on a tiny real model."""
+
+import pytest
+import yaml
+from conftest import ROOT
+from rmbench.cells import cell_table, format_params, parse_params
+from rmbench.export import reference_scores
+from rmbench.launch import is_oom, run_launch
+
+SETTINGS = {"threads": 1, "warmup_rows": 1, "timeout_s": 600, "max_length": 512, "tolerance": 1e-4}
+
+
+def test_params_roundtrip_and_bad_values():
+    assert parse_params(format_params({"set": "main60", "batch": 8})) == {"set": "main60", "batch": "8"}
+    with pytest.raises(ValueError):
+        format_params({"set": "a+b"})
+    with pytest.raises(ValueError):
+        parse_params("main60")
+
+
+def test_cell_table_of_the_default_config():
+    from snakemake.utils import validate
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"))
+    cells = cell_table(config)
+    # 2 models x (cpu: 3 eager + 5 ort, cuda: 5 + 5) on main60
+    assert len(cells) == 2 * (3 + 5 + 5 + 5)
+    assert cells[0]["path"] == "results/cells/latency/deberta/cpu/hf_eager/set~main60/launch~1.json"
+    assert len({c["path"] for c in cells}) == len(cells)
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_model):
+    return reference_scores(tiny_model["model"], tiny_model["rows"], threads=1)
+
+
+def launch(tiny_model, reference, runtime, device="cpu", **settings):
+    cell = {
+        "study": "latency",
+        "model": "tiny",
+        "device": device,
+        "runtime": runtime,
+        "params": "set~t",
+        "launch": 1,
+    }
+    return run_launch(
+        cell, tiny_model["rows"], reference, tiny_model["model"], tiny_model["onnx"], SETTINGS | settings
+    )
+
+
+@pytest.mark.parametrize("runtime", ["hf_eager", "ort_python"])
+def test_ok_launch_has_latencies_and_matching_scores(tiny_model, reference, runtime):
+    record = launch(tiny_model, reference, runtime)
+    assert record["status"] == "ok", record["reason"]
+    m = record["metrics"]
+    assert m["n_rows"] == len(tiny_model["rows"]) == len(m["latencies_ms"])
+    assert 0 < m["p50_ms"] <= m["p95_ms"] <= m["max_ms"]
+    assert m["max_abs_err"] <= 1e-4
+    assert record["runtime"]["threads"] == 1
+
+
+def test_wrong_reference_is_a_mismatch(tiny_model, reference):
+    wrong = list(reference)
+    wrong[3] += 0.01
+    record = launch(tiny_model, wrong, "ort_python")
+    assert record["status"] == "mismatch"
+    assert tiny_model["rows"][3]["id"] in record["reason"]
+
+
+def test_missing_device_is_skipped(tiny_model, reference):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    record = launch(tiny_model, reference, "hf_eager", device="cuda")
+    assert record["status"] == "skipped" and "CUDA" in record["reason"]
+    assert record["metrics"] == {}
+
+
+def test_slow_launch_times_out(tiny_model, reference):
+    record = launch(tiny_model, reference, "hf_eager", timeout_s=0.05)
+    assert record["status"] == "timeout"
+
+
+def test_oom_messages_are_recognised():
+    assert is_oom(MemoryError())
+    assert is_oom(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert is_oom(
+        RuntimeError(
+            "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Failed to allocate memory for requested buffer"
+        )
+    )
+    assert not is_oom(RuntimeError("shape mismatch"))
+
+
+def test_real_bug_fails_the_launch(tiny_model, reference):
+    with pytest.raises(Exception, match="missing.onnx"):
+        run_launch(
+            {
+                "study": "latency",
+                "model": "tiny",
+                "device": "cpu",
+                "runtime": "ort_python",
+                "params": "set~t",
+                "launch": 1,
+            },
+            tiny_model["rows"],
+            reference,
+            tiny_model["model"],
+            tiny_model["onnx"].with_name("missing.onnx"),
+            SETTINGS,
+        )

@@ -1,0 +1,86 @@
+"""The smoke profile end to end on a fresh copy of the repository."""
+
+import shutil
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+from conftest import ROOT
+
+COPY_IGNORE = shutil.ignore_patterns(
+    ".git", ".venv", ".snakemake", "results", "__pycache__", ".pytest_cache", "tables", "figures", "build"
+)
+
+
+def snakemake(workdir, *args):
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--workflow-profile",
+        "workflow/profiles/smoke",
+        "--cores",
+        "2",
+        *args,
+    ]
+    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, check=False, timeout=1200)
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("smoke") / "rmbench"
+    shutil.copytree(ROOT, workdir, ignore=COPY_IGNORE)
+    run = snakemake(workdir, "all")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return workdir
+
+
+def test_latency_table_has_real_numbers(smoke_run):
+    table = pd.read_csv(smoke_run / "paper/tables/latency.csv")
+    cpu = table[table.device == "cpu"]
+    assert set(cpu.runtime) == {"hf_eager", "ort_python"} and set(cpu.model) == {"deberta", "electra"}
+    assert (cpu.launches_ok == 2).all()
+    assert (cpu.p50_ms > 0).all() and (cpu.p95_ms >= cpu.p50_ms).all()
+    assert (cpu.p50_lo <= cpu.p50_ms).all() and (cpu.p50_ms <= cpu.p50_hi).all()
+    tex = (smoke_run / "paper/tables/latency.tex").read_text()
+    assert "\\toprule" in tex and "ort\\_python" in tex
+    assert (smoke_run / "paper/figures/latency.pdf").stat().st_size > 1000
+
+
+def test_parity_reports_and_launch_records(smoke_run):
+    import json
+
+    for model in ("deberta", "electra"):
+        report = json.loads((smoke_run / f"results/correctness/{model}.json").read_text())
+        assert report["passed"] and report["max_abs_err_single"] <= 1e-4
+    launches = pd.read_csv(smoke_run / "results/tables/latency/launches.csv")
+    assert set(launches.status) <= {"ok", "skipped"}
+    record = json.loads(
+        next((smoke_run / "results/cells/latency/electra/cpu/ort_python").rglob("launch~1.json")).read_text()
+    )
+    assert record["provenance"]["packages"]["onnxruntime"] and record["settings"]["threads"] >= 1
+
+
+def test_gpu_cells_are_recorded_as_skipped_without_a_gpu(smoke_run):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    table = pd.read_csv(smoke_run / "paper/tables/latency.csv")
+    gpu = table[table.device == "cuda"]
+    assert len(gpu) == 4 and (gpu.launches_ok == 0).all()
+    assert gpu.note.str.contains("CUDA").all()
+
+
+def test_noop_rerun_is_quick_and_one_cell_reruns_by_name(smoke_run):
+    start = time.monotonic()
+    run = snakemake(smoke_run, "all")
+    assert run.returncode == 0 and "Nothing to be done" in run.stdout + run.stderr
+    assert time.monotonic() - start < 30
+    cell = "results/cells/latency/electra/cpu/ort_python/set~main60/launch~2.json"
+    before = (smoke_run / cell).stat().st_mtime
+    run = snakemake(smoke_run, cell, "--forcerun", cell)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (smoke_run / cell).stat().st_mtime > before

@@ -1,0 +1,82 @@
+"""Statistics against values computed by hand (t table, Welch's formula)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from rmbench.stats import (
+    Interval,
+    coefficient_of_variation,
+    compare_latency,
+    latency_verdict,
+    speedup,
+    summarize,
+    t_interval,
+    welch_p,
+)
+
+
+def test_t_interval_by_hand():
+    iv = t_interval([10.0, 12.0, 14.0])  # mean 12, sd 2, t(0.975, 2) = 4.302653
+    assert iv.mean == 12.0 and iv.sd == 2.0 and iv.n == 3
+    half = 4.302653 * 2 / math.sqrt(3)
+    assert iv.lo == pytest.approx(12 - half, rel=1e-6)
+    assert iv.hi == pytest.approx(12 + half, rel=1e-6)
+
+
+def test_t_interval_with_one_value_has_no_bounds():
+    iv = t_interval([5.0])
+    assert iv.mean == 5.0 and math.isnan(iv.lo) and math.isnan(iv.hi)
+
+
+def test_welch_by_hand():
+    a, b = [1.0, 2.0, 3.0, 4.0], [3.0, 5.0, 7.0]
+    va, vb = np.var(a, ddof=1) / 4, np.var(b, ddof=1) / 3
+    t = (np.mean(a) - np.mean(b)) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / 3 + vb**2 / 2)
+    from scipy import stats
+
+    assert welch_p(a, b) == pytest.approx(2 * stats.t.sf(abs(t), df), rel=1e-9)
+    assert math.isnan(welch_p([1.0], b))
+
+
+def test_verdict_requires_non_overlapping_intervals():
+    fast, slow = Interval(300, 280, 320, 5, 1), Interval(600, 550, 650, 3, 1)
+    assert latency_verdict(fast, slow) == "faster"
+    assert latency_verdict(slow, fast) == "slower"
+    assert latency_verdict(Interval(540, 500, 560, 5, 1), slow) == "not distinguishable"
+    assert latency_verdict(Interval(5, math.nan, math.nan, 1, 0), slow) == "too few launches"
+
+
+def test_speedup_point_and_conservative_as_the_study_reports():
+    native, eager = Interval(335.9, 297.7, 374.0, 5, 1), Interval(581.6, 551.0, 612.0, 3, 1)
+    point, conservative = speedup(native, eager)
+    assert point == pytest.approx(581.6 / 335.9)
+    assert conservative == pytest.approx(551.0 / 374.0)
+    assert math.isnan(speedup(native, Interval(581.6, -3.0, 900, 2, 1))[1])
+
+
+def test_cv():
+    assert coefficient_of_variation([9.0, 10.0, 11.0]) == pytest.approx(0.1)
+
+
+def test_summarize_and_compare_use_only_ok_launches():
+    launches = pd.DataFrame(
+        {
+            "runtime": ["a"] * 4 + ["b"] * 3,
+            "status": ["ok", "ok", "ok", "mismatch", "ok", "ok", "ok"],
+            "reason": [""] * 3 + ["bad score"] + [""] * 3,
+            "p50_ms": [10.0, 11.0, 12.0, 1.0, 20.0, 21.0, 22.0],
+            "model": ["m"] * 7,
+        }
+    )
+    s = summarize(launches, ["model", "runtime"], ["p50_ms"]).set_index("runtime")
+    assert s.loc["a", "launches"] == 4 and s.loc["a", "launches_ok"] == 3
+    assert s.loc["a", "p50_ms"] == pytest.approx(11.0)
+    assert "mismatch:1" in s.loc["a", "statuses"] and s.loc["a", "reasons"] == "bad score"
+    c = compare_latency(launches, ["model"], "runtime", "p50_ms")
+    row = c[(c.candidate == "a") & (c.baseline == "b")].iloc[0]
+    assert row.speedup == pytest.approx(21.0 / 11.0)
+    assert row.verdict == "faster"
+    assert len(c) == 2
