@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Sets up everything the pipeline and the tests need on this machine: a pip virtual environment
-# (.venv) built from the pinned envs/requirements.lock. Idempotent: a rerun with an unchanged
-# lock file returns at once.
+# Sets up everything the pipeline and the tests need on this machine: Debian's packages for the
+# native engine's build, and a pip virtual environment (.venv) built from the pinned
+# envs/requirements.lock. Idempotent: a rerun with nothing changed returns at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +9,20 @@ python=${PYTHON:-python3}
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
     echo "setup: rmbench needs Python >= 3.10 (found $("$python" --version 2>&1)); set PYTHON=..." >&2
     exit 1
+fi
+
+# The native engine (native/): compiler, CMake, SentencePiece, utf8proc, nlohmann/json.
+native_packages=(cmake g++ make pkg-config libsentencepiece-dev libutf8proc-dev nlohmann-json3-dev)
+missing=()
+for package in "${native_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing Debian packages for the native engine: ${missing[*]}"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 [ -x .venv/bin/python ] || "$python" -m venv .venv

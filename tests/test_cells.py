@@ -24,9 +24,15 @@ def test_cell_table_of_the_default_config():
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"))
     cells = cell_table(config)
-    # 2 models x (cpu: 3 eager + 5 ort, cuda: 5 + 5) on main60
-    assert len(cells) == 2 * (3 + 5 + 5 + 5)
+    per_study = {s: sum(c["study"] == s for c in cells) for s in ("latency", "tokenizer", "zerocopy")}
+    # latency: 2 models x (cpu: 3 eager + 5 ort + 5 native, cuda: 5 + 5 + 5)
+    # tokenizer: 2 models x 3 tokenizers x 5; zerocopy: deberta x 2 variants x 5
+    assert per_study == {"latency": 2 * (13 + 15), "tokenizer": 30, "zerocopy": 10}
     assert cells[0]["path"] == "results/cells/latency/deberta/cpu/hf_eager/set~main60/launch~1.json"
+    assert (
+        "results/cells/zerocopy/deberta/cpu/native/set~main60+zero_copy~off+prealloc~off/launch~5.json"
+        in {c["path"] for c in cells}
+    )
     assert len({c["path"] for c in cells}) == len(cells)
 
 

@@ -40,10 +40,13 @@ def smoke_run(tmp_path_factory):
 def test_latency_table_has_real_numbers(smoke_run):
     table = pd.read_csv(smoke_run / "paper/tables/latency.csv")
     cpu = table[table.device == "cpu"]
-    assert set(cpu.runtime) == {"hf_eager", "ort_python"} and set(cpu.model) == {"deberta", "electra"}
+    assert set(cpu.runtime) == {"hf_eager", "ort_python", "native"} and set(cpu.model) == {
+        "deberta",
+        "electra",
+    }
     assert (cpu.launches_ok == 2).all()
     assert (cpu.p50_ms > 0).all() and (cpu.p95_ms >= cpu.p50_ms).all()
-    assert (cpu.p50_lo <= cpu.p50_ms).all() and (cpu.p50_ms <= cpu.p50_hi).all()
+    assert (cpu.p50_ms_lo <= cpu.p50_ms).all() and (cpu.p50_ms <= cpu.p50_ms_hi).all()
     tex = (smoke_run / "paper/tables/latency.tex").read_text()
     assert "\\toprule" in tex and "ort\\_python" in tex
     assert (smoke_run / "paper/figures/latency.pdf").stat().st_size > 1000
@@ -70,8 +73,17 @@ def test_gpu_cells_are_recorded_as_skipped_without_a_gpu(smoke_run):
         pytest.skip("this machine has a GPU")
     table = pd.read_csv(smoke_run / "paper/tables/latency.csv")
     gpu = table[table.device == "cuda"]
-    assert len(gpu) == 4 and (gpu.launches_ok == 0).all()
+    assert len(gpu) == 6 and (gpu.launches_ok == 0).all()
     assert gpu.note.str.contains("CUDA").all()
+
+
+def test_every_study_has_its_table(smoke_run):
+    tokenizer = pd.read_csv(smoke_run / "paper/tables/tokenizer.csv")
+    assert set(tokenizer.runtime) == {"native", "hf_fast", "hf_slow"} and (tokenizer.mean_us > 0).all()
+    zerocopy = pd.read_csv(smoke_run / "paper/tables/zerocopy.csv")
+    assert set(zerocopy.variant) == {"zero_copy~on+prealloc~on", "zero_copy~off+prealloc~off"}
+    language = pd.read_csv(smoke_run / "paper/tables/language.csv")
+    assert set(language.model) == {"deberta", "electra"} and (language.native > 0).all()
 
 
 def test_noop_rerun_is_quick_and_one_cell_reruns_by_name(smoke_run):

@@ -31,37 +31,38 @@ def launch_count(runtime_cfg: dict, device: str) -> int:
     return runtime_cfg["launches"][device]
 
 
-def latency_cells(config: dict) -> list[dict]:
-    study = config["studies"]["latency"]
+def study_cells(name: str, study: dict) -> list[dict]:
+    """model x device x runtime x set x variant x launch for one study.
+
+    A variant is a dict of extra parameters (e.g. zero_copy~off) that ends up in <params>.
+    """
     cells = []
     for model in study["models"]:
         for device in study["devices"]:
             for runtime, runtime_cfg in study["runtimes"].items():
                 for set_name in study["sets"]:
-                    params = format_params({"set": set_name})
-                    for launch in range(1, launch_count(runtime_cfg, device) + 1):
-                        cells.append(
-                            {
-                                "study": "latency",
-                                "model": model,
-                                "device": device,
-                                "runtime": runtime,
-                                "params": params,
-                                "launch": launch,
-                            }
-                        )
+                    for variant in study.get("variants") or [{}]:
+                        params = format_params({"set": set_name} | variant)
+                        for launch in range(1, launch_count(runtime_cfg, device) + 1):
+                            cells.append(
+                                {
+                                    "study": name,
+                                    "model": model,
+                                    "device": device,
+                                    "runtime": runtime,
+                                    "params": params,
+                                    "launch": launch,
+                                }
+                            )
     return cells
-
-
-STUDIES = {"latency": latency_cells}
 
 
 def cell_table(config: dict) -> list[dict]:
     """Every cell launch the config asks for, each with its result path."""
     cells = []
-    for study, cfg in config["studies"].items():
-        if cfg.get("enabled", True):
-            cells += STUDIES[study](config)
+    for name, study in config["studies"].items():
+        if study.get("enabled", True):
+            cells += study_cells(name, study)
     for cell in cells:
         cell["path"] = CELL_PATH.format(**cell)
     return cells

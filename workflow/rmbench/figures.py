@@ -30,7 +30,7 @@ def latency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> 
         x = range(len(sub))
         for metric, marker, label in (("p50", "o", "p50"), ("p95", "s", "p95")):
             mean = sub[f"{metric}_ms"]
-            err = [mean - sub[f"{metric}_lo"].fillna(mean), sub[f"{metric}_hi"].fillna(mean) - mean]
+            err = [mean - sub[f"{metric}_ms_lo"].fillna(mean), sub[f"{metric}_ms_hi"].fillna(mean) - mean]
             ax.errorbar(
                 x, mean, yerr=err, fmt=marker, capsize=4, label=label, mfc="none" if metric == "p95" else None
             )

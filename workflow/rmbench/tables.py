@@ -13,37 +13,31 @@ import pandas as pd
 
 from .cells import parse_params
 
-LAUNCH_COLUMNS = [
-    "study",
-    "model",
-    "device",
-    "runtime",
-    "params",
-    "launch",
-    "status",
-    "reason",
-    "p50_ms",
-    "p95_ms",
-    "mean_ms",
-    "n_rows",
-    "max_abs_err",
-    "load_s",
-    "threads",
-    "device_name",
-    "cpu",
-    "git_commit",
-]
+CELL_KEYS = ["study", "model", "device", "runtime", "params", "launch"]
+
+# What each study compares: launches of different `between` values within a model x device x
+# set (x variant) group, on these per-launch metrics (lower is better; the first one decides
+# speed-ups and verdicts).
+STUDIES = {
+    "latency": {"between": "runtime", "metrics": ["p50_ms", "p95_ms"], "unit": "ms"},
+    "tokenizer": {"between": "runtime", "metrics": ["mean_us", "p50_us"], "unit": "us"},
+    "zerocopy": {"between": "variant", "metrics": ["p50_ms", "p95_ms"], "unit": "ms"},
+}
+GROUP_KEYS = ["model", "device", "set", "variant", "runtime"]
+
+
+def group_keys(study: str) -> list[str]:
+    return [k for k in GROUP_KEYS if k != STUDIES[study]["between"]]
 
 
 def launch_row(record: dict) -> dict:
+    """One launch as a flat row: cell keys, parameters, status, scalar metrics, provenance."""
     cell, metrics, prov = record["cell"], record.get("metrics", {}), record.get("provenance", {})
-    row = {k: cell[k] for k in ("study", "model", "device", "runtime", "params", "launch")}
-    row |= parse_params(cell["params"])
+    params = parse_params(cell["params"])
+    row = {k: cell[k] for k in CELL_KEYS} | params
+    row["variant"] = "+".join(f"{k}~{v}" for k, v in params.items() if k != "set") or "-"
     row |= {"status": record["status"], "reason": record.get("reason") or ""}
-    row |= {
-        k: metrics.get(k, math.nan)
-        for k in ("p50_ms", "p95_ms", "mean_ms", "n_rows", "max_abs_err", "load_s")
-    }
+    row |= {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     row |= {
         "threads": record["settings"]["threads"],
         "device_name": prov.get("device_name"),
@@ -54,11 +48,8 @@ def launch_row(record: dict) -> dict:
 
 
 def launch_table(paths: list[str | Path]) -> pd.DataFrame:
-    """One row per launch file (any status), with the cell's parameters as columns."""
-    rows = [launch_row(json.loads(Path(p).read_text())) for p in paths]
-    df = pd.DataFrame(rows)
-    extra = [c for c in df.columns if c not in LAUNCH_COLUMNS]
-    return df[LAUNCH_COLUMNS[:5] + extra + LAUNCH_COLUMNS[5:]]
+    """One row per launch file (any status)."""
+    return pd.DataFrame([launch_row(json.loads(Path(p).read_text())) for p in paths])
 
 
 def fmt_ci(mean: float, lo: float, hi: float, digits: int = 1) -> str:
@@ -69,36 +60,28 @@ def fmt_ci(mean: float, lo: float, hi: float, digits: int = 1) -> str:
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def latency_rows(summary: pd.DataFrame, comparisons: pd.DataFrame, baseline: str) -> pd.DataFrame:
-    """The main latency table: one row per model x device x runtime x set."""
-    vs = comparisons[(comparisons["baseline"] == baseline) & (comparisons["metric"] == "p50_ms")]
-    vs = vs.set_index(["model", "device", "set", "candidate"])
+def study_table(summary: pd.DataFrame, comparisons: pd.DataFrame, study: str, baseline: str) -> pd.DataFrame:
+    """One row per cell: launches, each metric with its CI, and the first metric's speed-up,
+    Welch p and verdict against the baseline."""
+    layout = STUDIES[study]
+    between, first = layout["between"], layout["metrics"][0]
+    keys = group_keys(study)
+    vs = comparisons[(comparisons["baseline"] == baseline) & (comparisons["metric"] == first)]
+    vs = vs.set_index([*keys, "candidate"])
     rows = []
     for _, s in summary.iterrows():
-        key = (s["model"], s["device"], s["set"], s["runtime"])
-        row = {
-            "model": s["model"],
-            "device": s["device"],
-            "set": s["set"],
-            "runtime": s["runtime"],
-            "launches_ok": s["launches_ok"],
-            "launches": s["launches"],
-            "p50_ms": s["p50_ms"],
-            "p50_lo": s["p50_ms_lo"],
-            "p50_hi": s["p50_ms_hi"],
-            "p95_ms": s["p95_ms"],
-            "p95_lo": s["p95_ms_lo"],
-            "p95_hi": s["p95_ms_hi"],
-            "p50_cv": s["p50_ms_cv"],
-            "note": s["reasons"] if s["launches_ok"] == 0 else "",
-        }
+        row = {k: s[k] for k in [*keys, between, "launches_ok", "launches"]}
+        for m in layout["metrics"]:
+            row |= {m: s[m], f"{m}_lo": s[f"{m}_lo"], f"{m}_hi": s[f"{m}_hi"], f"{m}_cv": s[f"{m}_cv"]}
+        row["note"] = s["reasons"] if s["launches_ok"] == 0 else ""
+        key = (*[s[k] for k in keys], s[between])
         if key in vs.index:
             c = vs.loc[key]
             row |= {
-                f"speedup_vs_{baseline}": c["speedup"],
-                f"speedup_conservative_vs_{baseline}": c["speedup_conservative"],
-                f"welch_p_vs_{baseline}": c["welch_p"],
-                f"verdict_vs_{baseline}": c["verdict"],
+                "speedup": c["speedup"],
+                "speedup_conservative": c["speedup_conservative"],
+                "welch_p": c["welch_p"],
+                "verdict": c["verdict"],
             }
         rows.append(row)
     return pd.DataFrame(rows)
@@ -112,50 +95,106 @@ def _latex_escape(text: str) -> str:
         ("&", r"\&"),
         ("#", r"\#"),
         ("$", r"\$"),
+        ("~", r"\textasciitilde{}"),
     ):
         text = text.replace(a, b)
     return text
 
 
-def latency_latex(table: pd.DataFrame, baseline: str, caption: str) -> str:
-    """A booktabs table: p50 and p95 with 95% CIs, speed-ups and verdicts against the baseline."""
-    head = (
-        r"Model & Device & Set & Runtime & Launches & p50 ms [95\% CI] & p95 ms [95\% CI] & "
-        r"Speed-up (cons.) & Verdict \\"
-    )
+def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, label: str) -> str:
+    """A booktabs table: each metric with its 95% CI, speed-up and verdict against the baseline."""
+    layout = STUDIES[study]
+    between, metrics, unit = layout["between"], layout["metrics"], layout["unit"]
+    keys = [k for k in group_keys(study) if table[k].nunique() > 1 or k in ("model", "device")]
+    head = [k.capitalize() for k in keys] + [between.capitalize(), "Launches"]
+    head += [_latex_escape(f"{m.split('_')[0]} {unit}") + r" [95\% CI]" for m in metrics]
+    head += ["Speed-up (cons.)", "Verdict"]
     lines = [
         r"\begin{table}[t]",
         r"\centering",
         r"\small",
-        r"\begin{tabular}{llllrllll}",
+        r"\begin{tabular}{" + "l" * (len(keys) + 1) + "r" + "l" * (len(metrics) + 2) + "}",
         r"\toprule",
-        head,
+        " & ".join(head) + r" \\",
         r"\midrule",
     ]
     for _, r in table.iterrows():
+        cells = [_latex_escape(str(r[k])) for k in [*keys, between]] + [f"{r['launches_ok']}/{r['launches']}"]
         if r["launches_ok"] == 0:
-            p50, p95 = r"\multicolumn{2}{l}{" + _latex_escape(f"no result: {r['note']}")[:90] + "}", None
-        else:
-            p50, p95 = (
-                fmt_ci(r["p50_ms"], r["p50_lo"], r["p50_hi"]),
-                fmt_ci(r["p95_ms"], r["p95_lo"], r["p95_hi"]),
+            cells.append(
+                rf"\multicolumn{{{len(metrics)}}}{{l}}{{"
+                + _latex_escape(f"no result: {r['note']}")[:90]
+                + "}"
             )
-        point = r.get(f"speedup_vs_{baseline}", math.nan)
-        if r["runtime"] == baseline and r["launches_ok"] > 0:
-            speed, verdict = "1.00 (ref.)", "--"
-        elif isinstance(point, float) and not math.isnan(point):
-            cons = r[f"speedup_conservative_vs_{baseline}"]
-            speed = f"{point:.2f} ({cons:.2f})" if not math.isnan(cons) else f"{point:.2f}"
-            verdict = r[f"verdict_vs_{baseline}"]
+            cells += ["--", "--"]
         else:
-            speed, verdict = "--", "--"
-        cells = [r["model"], r["device"], r["set"], r["runtime"], f"{r['launches_ok']}/{r['launches']}", p50]
-        if p95 is not None:
-            cells.append(p95)
-        cells += [speed, verdict]
+            cells += [fmt_ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"]) for m in metrics]
+            point = r.get("speedup", math.nan)
+            if r[between] == baseline:
+                cells += ["1.00 (ref.)", "--"]
+            elif isinstance(point, float) and not math.isnan(point):
+                cons = r["speedup_conservative"]
+                cells.append(f"{point:.2f} ({cons:.2f})" if not math.isnan(cons) else f"{point:.2f}")
+                cells.append(_latex_escape(r["verdict"]))
+            else:
+                cells += ["--", "--"]
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [
+        r"\bottomrule",
+        r"\end{tabular}",
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label}}}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def language_table(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """The language-isolation rows: native vs ONNX Runtime from Python, same library and file."""
+    rows = comparisons[(comparisons["candidate"] == "native") & (comparisons["baseline"] == "ort_python")]
+    out = rows[
+        [
+            "model",
+            "device",
+            "set",
+            "metric",
+            "candidate_mean",
+            "baseline_mean",
+            "speedup",
+            "speedup_conservative",
+            "welch_p",
+            "verdict",
+            "n_candidate",
+            "n_baseline",
+        ]
+    ].copy()
+    out["difference_pct"] = (out["candidate_mean"] / out["baseline_mean"] - 1) * 100
+    return out.rename(columns={"candidate_mean": "native", "baseline_mean": "ort_python"})
+
+
+def language_latex(table: pd.DataFrame, caption: str) -> str:
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+        r"\begin{tabular}{lllrrrrl}",
+        r"\toprule",
+        r"Model & Device & Metric & Native ms & ORT-Python ms & Difference & Welch $p$ & Verdict \\",
+        r"\midrule",
+    ]
+    for _, r in table.iterrows():
         lines.append(
             " & ".join(
-                _latex_escape(str(c)) if not str(c).startswith("\\multicolumn") else str(c) for c in cells
+                [
+                    r["model"],
+                    r["device"],
+                    _latex_escape(r["metric"]),
+                    f"{r['native']:.1f}",
+                    f"{r['ort_python']:.1f}",
+                    f"{r['difference_pct']:+.1f}\\%",
+                    f"{r['welch_p']:.3g}",
+                    r["verdict"],
+                ]
             )
             + r" \\"
         )
@@ -163,7 +202,7 @@ def latency_latex(table: pd.DataFrame, baseline: str, caption: str) -> str:
         r"\bottomrule",
         r"\end{tabular}",
         rf"\caption{{{caption}}}",
-        r"\label{tab:latency}",
+        r"\label{tab:language}",
         r"\end{table}",
     ]
     return "\n".join(lines) + "\n"

@@ -14,35 +14,50 @@ rule launch_table:
         "../scripts/launch_table.py"
 
 
-rule latency_stats:
+rule study_stats:
     input:
-        "results/tables/latency/launches.csv",
+        "results/tables/{study}/launches.csv",
     output:
-        summary="results/tables/latency/summary.csv",
-        comparisons="results/tables/latency/comparisons.csv",
+        summary="results/tables/{study}/summary.csv",
+        comparisons="results/tables/{study}/comparisons.csv",
     log:
-        "results/logs/tables/latency_stats.log",
+        "results/logs/tables/{study}_stats.log",
     conda:
         "../../envs/analysis.yaml"
     script:
-        "../scripts/latency_stats.py"
+        "../scripts/study_stats.py"
 
 
-rule latency_table:
+rule study_table:
     input:
-        summary="results/tables/latency/summary.csv",
-        comparisons="results/tables/latency/comparisons.csv",
+        summary="results/tables/{study}/summary.csv",
+        comparisons="results/tables/{study}/comparisons.csv",
     output:
-        tex="paper/tables/latency.tex",
-        csv="paper/tables/latency.csv",
+        tex="paper/tables/{study}.tex",
+        csv="paper/tables/{study}.csv",
     log:
-        "results/logs/paper/latency_table.log",
+        "results/logs/paper/{study}_table.log",
     conda:
         "../../envs/analysis.yaml"
     params:
-        baseline=config["studies"]["latency"]["baseline"],
+        baseline=lambda wildcards: study_baseline(wildcards.study),
+        caption=lambda wildcards: STUDY_CAPTIONS[wildcards.study],
     script:
-        "../scripts/latency_table.py"
+        "../scripts/study_table.py"
+
+
+rule language_table:
+    input:
+        "results/tables/latency/comparisons.csv",
+    output:
+        tex="paper/tables/language.tex",
+        csv="paper/tables/language.csv",
+    log:
+        "results/logs/paper/language_table.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/language_table.py"
 
 
 rule latency_figure:

@@ -21,6 +21,7 @@ rule cell:
             "tolerance": config["parity"][
                 "gpu_tolerance" if wildcards.device == "cuda" else "tolerance"
             ],
+            "repeat": config["studies"][wildcards.study].get("repeat", 1),
         },
         repo=workflow.basedir,
     script:

@@ -8,18 +8,24 @@ from snakemake.utils import validate
 # The rules use the rmbench package too (scripts import it through scripts/_bootstrap.py).
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from rmbench.cells import CELL_PATH, cell_table, check_references, parse_params
+from rmbench.cells import CELL_PATH, cell_table, check_references, format_params, parse_params
+from rmbench.tables import STUDIES
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 check_references(config)
 
 CELLS = cell_table(config)
+NATIVE_SOURCES = sorted(
+    str(p)
+    for p in Path(workflow.basedir, "native").rglob("*")
+    if p.is_file() and "build" not in p.parts
+)
 
 
 wildcard_constraints:
     model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     set=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-    study=r"[a-z_]+",
+    study="|".join(STUDIES),
     device=r"cpu|cuda",
     runtime=r"[a-z_]+",
     params=r"[^/]+",
@@ -34,14 +40,45 @@ def used_models():
     return sorted({cell["model"] for cell in CELLS})
 
 
+STUDY_CAPTIONS = {
+    "latency": (
+        "Per-row latency: mean over launches of each launch's p50 and p95, 95\\% t-interval in "
+        "brackets; each launch a fresh process scoring every row alone. Speed-up against the "
+        "baseline (point estimate, conservative bound in parentheses); verdicts require "
+        "non-overlapping intervals."
+    ),
+    "tokenizer": (
+        "Tokenization alone: microseconds per (prompt, response) pair, mean over launches of each "
+        "launch's per-pair mean and median, 95\\% t-interval in brackets; speed-up against the "
+        "Hugging Face fast tokenizer."
+    ),
+    "zerocopy": (
+        "Zero-copy inputs and preallocated buffers on vs off in the native engine: per-row latency, "
+        "mean over launches of per-launch p50 and p95, 95\\% t-interval in brackets."
+    ),
+}
+
+
+def study_baseline(study):
+    """What a study's speed-ups are against: its configured baseline, else its first runtime or variant."""
+    cfg = config["studies"][study]
+    if STUDIES[study]["between"] == "variant":
+        return format_params(cfg["variants"][0])
+    return cfg.get("baseline") or next(iter(cfg["runtimes"]))
+
+
+def enabled_studies():
+    return sorted({cell["study"] for cell in CELLS})
+
+
 def study_outputs():
     outputs = []
-    if any(cell["study"] == "latency" for cell in CELLS):
-        outputs += [
-            "paper/tables/latency.tex",
-            "paper/tables/latency.csv",
-            "paper/figures/latency.pdf",
-        ]
+    for study in enabled_studies():
+        outputs += [f"paper/tables/{study}.tex", f"paper/tables/{study}.csv"]
+    if "latency" in enabled_studies():
+        outputs.append("paper/figures/latency.pdf")
+        if {"native", "ort_python"} <= set(config["studies"]["latency"]["runtimes"]):
+            outputs.append("paper/tables/language.tex")
     return outputs
 
 
@@ -65,14 +102,22 @@ def tokenizer_inputs(wildcards):
 
 
 def cell_inputs(wildcards):
-    params = parse_params(wildcards.params)
-    return {
+    set_name = parse_params(wildcards.params)["set"]
+    inputs = {
         "model": f"results/models/{wildcards.model}",
-        "onnx": f"results/onnx/{wildcards.model}/model.onnx",
-        "parity": f"results/correctness/{wildcards.model}.json",
-        "rows": f"results/data/{params['set']}.jsonl",
-        "reference": f"results/reference/{wildcards.model}/{params['set']}.json",
+        "rows": f"results/data/{set_name}.jsonl",
     }
+    if wildcards.runtime == "native":
+        inputs["binary"] = "results/native/bin/rmscore"
+    if (
+        wildcards.study != "tokenizer"
+    ):  # scoring cells: behind the parity gate, checked against the reference
+        inputs |= {
+            "onnx": f"results/onnx/{wildcards.model}/model.onnx",
+            "parity": f"results/correctness/{wildcards.model}.json",
+            "reference": f"results/reference/{wildcards.model}/{set_name}.json",
+        }
+    return inputs
 
 
 def study_cells(wildcards):

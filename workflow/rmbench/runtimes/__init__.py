@@ -12,6 +12,7 @@ from .base import Runtime, Unsupported
 RUNTIMES = {
     "hf_eager": "rmbench.runtimes.hf_eager:HFEagerRuntime",
     "ort_python": "rmbench.runtimes.ort_python:OrtPythonRuntime",
+    "native": "rmbench.runtimes.native:NativeRuntime",
 }
 
 

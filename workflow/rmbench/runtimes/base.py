@@ -7,6 +7,7 @@ the host out, tokenization included.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -19,12 +20,21 @@ class Runtime(ABC):
     name: str = ""
     needs_onnx: bool = False
 
-    def __init__(self, model_dir: Path, onnx_path: Path | None, device: str, threads: int, max_length: int):
+    def __init__(
+        self,
+        model_dir: Path,
+        onnx_path: Path | None,
+        device: str,
+        threads: int,
+        max_length: int,
+        options: dict | None = None,
+    ):
         self.model_dir = Path(model_dir)
         self.onnx_path = Path(onnx_path) if onnx_path else None
         self.device = device
         self.threads = threads
         self.max_length = max_length
+        self.options = options or {}  # runtime-specific settings, e.g. the native binary
 
     @classmethod
     @abstractmethod
@@ -36,6 +46,22 @@ class Runtime(ABC):
 
     @abstractmethod
     def score(self, pairs: list[tuple[str, str]]) -> list[float]: ...
+
+    def time_rows_alone(self, pairs: list[tuple[str, str]], warmup_rows: int) -> dict:
+        """The latency scenario: warm-up rows first (untimed), then every row scored alone.
+
+        Timed here, around score(); a runtime that runs in another process (the native engine)
+        overrides this so the timing happens where the work does.
+        """
+        for pair in pairs[:warmup_rows]:
+            self.score([pair])
+        latencies, scores = [], []
+        for pair in pairs:
+            start = time.perf_counter()
+            score = self.score([pair])[0]
+            latencies.append((time.perf_counter() - start) * 1e3)
+            scores.append(float(score))
+        return {"latencies_ms": latencies, "scores": scores}
 
     def close(self) -> None:
         pass

@@ -1,0 +1,106 @@
+#include "engine.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "errors.h"
+
+namespace rmscore {
+
+Ort::SessionOptions session_options(const EngineOptions& options) {
+  Ort::SessionOptions so;
+  if (options.intra_op_threads > 0) so.SetIntraOpNumThreads(options.intra_op_threads);
+  so.SetInterOpNumThreads(1);
+  so.SetExecutionMode(ExecutionMode::ORT_SEQUENTIAL);
+  so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
+  if (options.device == "cuda") {
+    auto providers = Ort::GetAvailableProviders();
+    if (std::find(providers.begin(), providers.end(), "CUDAExecutionProvider") == providers.end())
+      throw Error(ExitCode::no_device, "this ONNX Runtime library (" + ort_library_path() +
+                                           ") has no CUDAExecutionProvider; use --device cpu or an onnxruntime-gpu build");
+    OrtCUDAProviderOptions cuda{};
+    so.AppendExecutionProvider_CUDA(cuda);
+  } else if (options.device != "cpu") {
+    throw Error(ExitCode::usage, "unknown device '" + options.device + "' (cpu | cuda)");
+  }
+  return so;
+}
+
+std::string ort_library_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&OrtGetApiBase), &info) && info.dli_fname)
+    return std::filesystem::canonical(info.dli_fname).string();
+  return "unknown";
+}
+
+Engine::Engine(Ort::Env& env, const std::string& model_path, const EngineOptions& options, int64_t pad_id)
+    : options_(options), pad_id_(pad_id) {
+  if (!std::filesystem::exists(model_path)) throw Error(ExitCode::missing_file, "model not found: " + model_path);
+  try {
+    session_ = Ort::Session(env, model_path.c_str(), session_options(options));
+  } catch (const Ort::Exception& e) {
+    throw Error(ExitCode::runtime, std::string("cannot load ") + model_path + ": " + e.what());
+  }
+  cpu_memory_ = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  Ort::AllocatorWithDefaultOptions allocator;
+  for (size_t i = 0; i < session_.GetInputCount(); ++i)
+    input_names_.emplace_back(session_.GetInputNameAllocated(i, allocator).get());
+  for (size_t i = 0; i < session_.GetOutputCount(); ++i)
+    output_names_.emplace_back(session_.GetOutputNameAllocated(i, allocator).get());
+  for (auto& n : input_names_) input_ptrs_.push_back(n.c_str());
+  for (auto& n : output_names_) output_ptrs_.push_back(n.c_str());
+}
+
+void Engine::fill(const std::vector<const Encoding*>& batch, size_t width, Buffers& b) const {
+  size_t n = batch.size() * width;
+  b.ids.assign(n, pad_id_);  // assign() keeps a reused vector's capacity: no allocation
+  b.mask.assign(n, 0);
+  b.types.assign(n, 0);
+  for (size_t r = 0; r < batch.size(); ++r) {
+    const Encoding& e = *batch[r];
+    std::copy(e.input_ids.begin(), e.input_ids.end(), b.ids.begin() + r * width);
+    std::fill(b.mask.begin() + r * width, b.mask.begin() + r * width + e.size(), 1);
+    std::copy(e.token_type_ids.begin(), e.token_type_ids.end(), b.types.begin() + r * width);
+  }
+}
+
+std::vector<float> Engine::score(const std::vector<const Encoding*>& batch, Buffers& reused) {
+  size_t width = 0;
+  for (auto* e : batch) width = std::max(width, e->size());
+  Buffers fresh;
+  Buffers& b = options_.preallocate ? reused : fresh;
+  fill(batch, width, b);
+
+  const int64_t shape[2] = {static_cast<int64_t>(batch.size()), static_cast<int64_t>(width)};
+  Ort::AllocatorWithDefaultOptions allocator;
+  std::vector<Ort::Value> inputs;
+  for (const auto& name : input_names_) {
+    std::vector<int64_t>& data = name == "input_ids" ? b.ids : name == "attention_mask" ? b.mask : b.types;
+    if (options_.zero_copy) {
+      inputs.push_back(Ort::Value::CreateTensor<int64_t>(cpu_memory_, data.data(), data.size(), shape, 2));
+    } else {
+      inputs.push_back(Ort::Value::CreateTensor<int64_t>(allocator, shape, 2));
+      std::memcpy(inputs.back().GetTensorMutableData<int64_t>(), data.data(), data.size() * sizeof(int64_t));
+    }
+  }
+  std::vector<Ort::Value> outputs;
+  try {
+    outputs = session_.Run(Ort::RunOptions{nullptr}, input_ptrs_.data(), inputs.data(), inputs.size(),
+                           output_ptrs_.data(), output_ptrs_.size());
+  } catch (const Ort::Exception& e) {
+    std::string what = e.what();
+    if (what.find("out of data bounds") != std::string::npos || what.find("indices") != std::string::npos)
+      throw Error(ExitCode::mismatch, "model/tokenizer mismatch: a token id lies beyond the model's vocabulary (" + what + ")");
+    throw Error(ExitCode::runtime, "inference failed: " + what);
+  }
+  const float* logits = outputs[0].GetTensorData<float>();
+  size_t per_row = outputs[0].GetTensorTypeAndShapeInfo().GetElementCount() / batch.size();
+  std::vector<float> scores(batch.size());
+  for (size_t r = 0; r < batch.size(); ++r) scores[r] = logits[r * per_row];
+  return scores;
+}
+
+}  // namespace rmscore

@@ -1,0 +1,50 @@
+// A reward-model scorer on the ONNX Runtime C++ API: one session, batches of encodings in,
+// one float score per row out.
+#pragma once
+
+#include <onnxruntime_cxx_api.h>
+
+#include <string>
+#include <vector>
+
+#include "tokenizer.h"
+
+namespace rmscore {
+
+struct EngineOptions {
+  std::string device = "cpu";  // cpu | cuda
+  int intra_op_threads = 0;    // 0 = ORT's default (all cores)
+  bool zero_copy = true;       // inputs as Ort::Value over our own buffers, else copied into ORT-owned tensors
+  bool preallocate = true;     // reuse input buffers across calls, else allocate per call
+};
+
+// Input buffers one caller reuses across calls (preallocation on); never shared between threads.
+struct Buffers {
+  std::vector<int64_t> ids, mask, types;
+};
+
+class Engine {
+ public:
+  Engine(Ort::Env& env, const std::string& model_path, const EngineOptions& options, int64_t pad_id);
+  // Scores a batch; rows are padded to the longest one. Thread-safe: concurrent callers share the
+  // session, each with its own buffers.
+  std::vector<float> score(const std::vector<const Encoding*>& batch, Buffers& buffers);
+  bool preallocate() const { return options_.preallocate; }
+  const std::vector<std::string>& input_names() const { return input_names_; }
+
+ private:
+  void fill(const std::vector<const Encoding*>& batch, size_t width, Buffers& b) const;
+
+  EngineOptions options_;
+  int64_t pad_id_;
+  Ort::Session session_{nullptr};
+  Ort::MemoryInfo cpu_memory_{nullptr};
+  std::vector<std::string> input_names_, output_names_;
+  std::vector<const char*> input_ptrs_, output_ptrs_;
+};
+
+// Session options as the Python side sets them (one intra-op pool, sequential execution).
+Ort::SessionOptions session_options(const EngineOptions& options);
+std::string ort_library_path();
+
+}  // namespace rmscore

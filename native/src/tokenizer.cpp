@@ -1,0 +1,71 @@
+#include "tokenizer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "errors.h"
+
+namespace rmscore {
+
+void truncate_longest_first(std::vector<int64_t>& first, std::vector<int64_t>& second, size_t budget) {
+  if (first.size() + second.size() <= budget) return;
+  // As the tokenizers library does it: with n1 the shorter length, the longer one keeps
+  // max(n1, budget - n1); if both still do not fit, each gets half, the longer one (the second
+  // on a tie) the odd token.
+  bool swapped = first.size() > second.size();
+  size_t n1 = std::min(first.size(), second.size()), n2;
+  n2 = n1 > budget ? n1 : std::max(n1, budget - n1);
+  if (n1 + n2 > budget) {
+    n1 = budget / 2;
+    n2 = n1 + budget % 2;
+  }
+  if (swapped) std::swap(n1, n2);
+  first.resize(std::min(first.size(), n1));
+  second.resize(std::min(second.size(), n2));
+}
+
+Encoding Tokenizer::encode_pair(const std::string& prompt, const std::string& response,
+                                size_t max_length) const {
+  Encoding enc;
+  if (response.empty()) {  // as the HF tokenizers treat an empty text_pair: one sequence
+    std::vector<int64_t> a = encode(prompt);
+    a.resize(std::min(a.size(), max_length >= 2 ? max_length - 2 : 0));
+    enc.input_ids.push_back(cls_id());
+    enc.input_ids.insert(enc.input_ids.end(), a.begin(), a.end());
+    enc.input_ids.push_back(sep_id());
+    enc.token_type_ids.assign(enc.input_ids.size(), 0);
+    return enc;
+  }
+  std::vector<int64_t> a = encode(prompt), b = encode(response);
+  truncate_longest_first(a, b, max_length >= 3 ? max_length - 3 : 0);
+  enc.input_ids.reserve(a.size() + b.size() + 3);
+  enc.input_ids.push_back(cls_id());
+  enc.input_ids.insert(enc.input_ids.end(), a.begin(), a.end());
+  enc.input_ids.push_back(sep_id());
+  enc.token_type_ids.assign(enc.input_ids.size(), 0);
+  enc.input_ids.insert(enc.input_ids.end(), b.begin(), b.end());
+  enc.input_ids.push_back(sep_id());
+  enc.token_type_ids.resize(enc.input_ids.size(), 1);
+  return enc;
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder) {
+  namespace fs = std::filesystem;
+  fs::path dir(folder);
+  if (!fs::is_directory(dir)) throw Error(ExitCode::missing_file, "tokenizer folder not found: " + folder);
+  if (fs::exists(dir / "spm.model")) return make_sentencepiece((dir / "spm.model").string());
+  if (!fs::exists(dir / "vocab.txt"))
+    throw Error(ExitCode::missing_file, "tokenizer folder has neither spm.model nor vocab.txt: " + folder);
+  bool lowercase = true;
+  fs::path config = dir / "tokenizer_config.json";
+  if (fs::exists(config)) {
+    std::ifstream in(config);
+    auto json = nlohmann::json::parse(in, nullptr, false);
+    if (json.is_object() && json.contains("do_lower_case")) lowercase = json["do_lower_case"].get<bool>();
+  }
+  return make_wordpiece((dir / "vocab.txt").string(), lowercase);
+}
+
+}  // namespace rmscore

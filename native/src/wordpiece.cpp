@@ -1,0 +1,215 @@
+// BERT-uncased WordPiece, id-exact with the Hugging Face tokenizers library:
+// BertNormalizer (clean text, space out CJK, strip accents via NFD, lowercase),
+// BertPreTokenizer (split on whitespace, isolate punctuation), greedy longest-match WordPiece.
+#include <fstream>
+#include <unordered_map>
+#include <utf8proc.h>
+
+#include "errors.h"
+#include "tokenizer.h"
+
+namespace rmscore {
+namespace {
+
+using Codepoints = std::vector<utf8proc_int32_t>;
+
+constexpr size_t kMaxCharsPerWord = 100;
+
+Codepoints decode_utf8(const std::string& text) {
+  Codepoints out;
+  out.reserve(text.size());
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+  utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(text.size());
+  while (left > 0) {
+    utf8proc_int32_t c;
+    utf8proc_ssize_t n = utf8proc_iterate(p, left, &c);
+    if (n <= 0) {  // invalid byte: the Python side only ever passes valid UTF-8
+      c = 0xFFFD;
+      n = 1;
+    }
+    out.push_back(c);
+    p += n;
+    left -= n;
+  }
+  return out;
+}
+
+void append_utf8(std::string& out, utf8proc_int32_t c) {
+  utf8proc_uint8_t buf[4];
+  utf8proc_ssize_t n = utf8proc_encode_char(c, buf);
+  out.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
+}
+
+bool is_whitespace(utf8proc_int32_t c) {
+  // Rust's char::is_whitespace: the Unicode White_Space property.
+  switch (c) {
+    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
+    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+      return true;
+    default:
+      return c >= 0x2000 && c <= 0x200A;
+  }
+}
+
+bool is_control(utf8proc_int32_t c) {
+  if (c == '\t' || c == '\n' || c == '\r') return false;
+  switch (utf8proc_category(c)) {
+    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CN:
+    case UTF8PROC_CATEGORY_CO: case UTF8PROC_CATEGORY_CS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_punctuation(utf8proc_int32_t c) {
+  if (c < 0x80) return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126);
+  switch (utf8proc_category(c)) {
+    case UTF8PROC_CATEGORY_PC: case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS:
+    case UTF8PROC_CATEGORY_PE: case UTF8PROC_CATEGORY_PI: case UTF8PROC_CATEGORY_PF:
+    case UTF8PROC_CATEGORY_PO:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_cjk(utf8proc_int32_t c) {
+  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+         (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
+         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+class WordPiece : public Tokenizer {
+ public:
+  WordPiece(const std::string& vocab_txt, bool lowercase) : lowercase_(lowercase) {
+    std::ifstream in(vocab_txt);
+    if (!in) throw Error(ExitCode::missing_file, "vocabulary not found: " + vocab_txt);
+    std::string line;
+    int64_t id = 0;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      vocab_.emplace(line, id++);
+    }
+    unk_ = lookup("[UNK]");
+    cls_ = lookup("[CLS]");
+    sep_ = lookup("[SEP]");
+    pad_ = lookup("[PAD]");
+  }
+
+  std::vector<int64_t> encode(const std::string& text) const override {
+    std::vector<int64_t> ids;
+    std::string word;
+    size_t word_chars = 0;
+    auto flush = [&] {
+      if (word_chars > 0) wordpiece(word, word_chars, ids);
+      word.clear();
+      word_chars = 0;
+    };
+    for (utf8proc_int32_t c : normalize(text)) {
+      if (is_whitespace(c)) {
+        flush();
+      } else if (is_punctuation(c)) {
+        flush();
+        append_utf8(word, c);
+        word_chars = 1;
+        flush();
+      } else {
+        append_utf8(word, c);
+        ++word_chars;
+      }
+    }
+    flush();
+    return ids;
+  }
+
+  int64_t cls_id() const override { return cls_; }
+  int64_t sep_id() const override { return sep_; }
+  int64_t pad_id() const override { return pad_; }
+  size_t vocab_size() const override { return vocab_.size(); }
+  std::string kind() const override { return "wordpiece"; }
+
+ private:
+  int64_t lookup(const std::string& token) const {
+    auto it = vocab_.find(token);
+    if (it == vocab_.end()) throw Error(ExitCode::mismatch, "vocabulary lacks " + token);
+    return it->second;
+  }
+
+  Codepoints normalize(const std::string& text) const {
+    // Clean text: drop NUL, U+FFFD and control characters; any whitespace becomes a space.
+    // CJK ideographs are spaced out so each becomes its own word.
+    std::string cleaned;
+    cleaned.reserve(text.size() + 8);
+    for (utf8proc_int32_t c : decode_utf8(text)) {
+      if (c == 0 || c == 0xFFFD || is_control(c)) continue;
+      if (is_whitespace(c)) {
+        cleaned.push_back(' ');
+      } else if (is_cjk(c)) {
+        cleaned.push_back(' ');
+        append_utf8(cleaned, c);
+        cleaned.push_back(' ');
+      } else {
+        append_utf8(cleaned, c);
+      }
+    }
+    if (!lowercase_) return decode_utf8(cleaned);
+    // Strip accents (NFD, then drop nonspacing marks), then lowercase.
+    utf8proc_uint8_t* nfd = nullptr;
+    utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(cleaned.data()),
+                                      static_cast<utf8proc_ssize_t>(cleaned.size()), &nfd,
+                                      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE));
+    Codepoints out;
+    if (n < 0) return out;
+    std::string decomposed(reinterpret_cast<char*>(nfd), static_cast<size_t>(n));
+    free(nfd);
+    for (utf8proc_int32_t c : decode_utf8(decomposed)) {
+      if (utf8proc_category(c) == UTF8PROC_CATEGORY_MN) continue;
+      out.push_back(utf8proc_tolower(c));
+    }
+    return out;
+  }
+
+  void wordpiece(const std::string& word, size_t chars, std::vector<int64_t>& ids) const {
+    if (chars > kMaxCharsPerWord) {
+      ids.push_back(unk_);
+      return;
+    }
+    size_t start = 0, first = ids.size();
+    std::string piece;
+    while (start < word.size()) {
+      size_t end = word.size();
+      int64_t found = -1;
+      while (end > start) {
+        piece.assign(start > 0 ? "##" : "");
+        piece.append(word, start, end - start);
+        auto it = vocab_.find(piece);
+        if (it != vocab_.end()) {
+          found = it->second;
+          break;
+        }
+        // step back one UTF-8 character
+        do --end; while (end > start && (static_cast<unsigned char>(word[end]) & 0xC0) == 0x80);
+      }
+      if (found < 0) {  // one unmatchable piece makes the whole word unknown
+        ids.resize(first);
+        ids.push_back(unk_);
+        return;
+      }
+      ids.push_back(found);
+      start = end;
+    }
+  }
+
+  std::unordered_map<std::string, int64_t> vocab_;
+  bool lowercase_;
+  int64_t unk_, cls_, sep_, pad_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> make_wordpiece(const std::string& vocab_txt, bool lowercase) {
+  return std::make_unique<WordPiece>(vocab_txt, lowercase);
+}
+
+}  // namespace rmscore

@@ -1,0 +1,103 @@
+// Unit tests of the engine's pure parts, with plain checks and clear output.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "batching.h"
+#include "tokenizer.h"
+
+using namespace rmscore;
+
+static int failures = 0;
+
+#define CHECK(cond)                                                     \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                       \
+    }                                                                   \
+  } while (0)
+
+static std::vector<int64_t> seq(size_t n) { return std::vector<int64_t>(n, 7); }
+
+static void test_truncation() {
+  auto a = seq(10), b = seq(20);
+  truncate_longest_first(a, b, 40);  // fits: unchanged
+  CHECK(a.size() == 10 && b.size() == 20);
+  a = seq(10), b = seq(600);
+  truncate_longest_first(a, b, 509);  // short one fits in half: the long one takes the rest
+  CHECK(a.size() == 10 && b.size() == 499);
+  a = seq(600), b = seq(10);
+  truncate_longest_first(a, b, 509);
+  CHECK(a.size() == 499 && b.size() == 10);
+  // Both over half: halves, the odd token to the longer one (to the second on a tie); these are
+  // the lengths the Hugging Face tokenizers library gives.
+  a = seq(300), b = seq(400);
+  truncate_longest_first(a, b, 509);
+  CHECK(a.size() == 254 && b.size() == 255);
+  a = seq(400), b = seq(300);
+  truncate_longest_first(a, b, 509);
+  CHECK(a.size() == 255 && b.size() == 254);
+  a = seq(300), b = seq(300);
+  truncate_longest_first(a, b, 509);
+  CHECK(a.size() == 254 && b.size() == 255);
+  a = seq(300), b = seq(301);
+  truncate_longest_first(a, b, 508);
+  CHECK(a.size() == 254 && b.size() == 254);
+}
+
+static void test_batching() {
+  std::vector<size_t> lengths = {50, 10, 40, 20, 30};
+  auto none = make_batches(lengths, Strategy::none, 4, 0);
+  CHECK(none.size() == 5 && none[0] == std::vector<size_t>({0}));
+  auto naive = make_batches(lengths, Strategy::naive, 2, 0);
+  CHECK(naive.size() == 3 && naive[0] == std::vector<size_t>({0, 1}) && naive[2] == std::vector<size_t>({4}));
+  auto sorted = make_batches(lengths, Strategy::length_aware, 2, 0);
+  CHECK(sorted.size() == 3 && sorted[0] == std::vector<size_t>({1, 3}) && sorted[1] == std::vector<size_t>({4, 2}));
+  auto budget = make_batches(lengths, Strategy::token_budget, 8, 80);
+  // sorted 10,20,30,40,50: [10,20,30] costs 3x30=90>80 -> [10,20] (40), [30,40] (80), [50]
+  CHECK(budget.size() == 3 && budget[0] == std::vector<size_t>({1, 3}) && budget[1] == std::vector<size_t>({4, 2}));
+  CHECK(budget[2] == std::vector<size_t>({0}));
+  bool threw = false;
+  try {
+    parse_strategy("greedy");
+  } catch (const std::exception&) {
+    threw = true;
+  }
+  CHECK(threw);
+}
+
+static void test_wordpiece() {
+  const char* vocab[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world", "!", ",", "un", "##aff", "##able",
+                         "cafe", "中", "##s"};
+  {
+    std::ofstream out("test_vocab.txt");
+    for (const char* v : vocab) out << v << "\n";
+  }
+  auto tok = make_wordpiece("test_vocab.txt", true);
+  CHECK(tok->cls_id() == 2 && tok->sep_id() == 3 && tok->pad_id() == 0);
+  CHECK(tok->encode("Hello, WORLD!") == std::vector<int64_t>({4, 7, 5, 6}));
+  CHECK(tok->encode("unaffable") == std::vector<int64_t>({8, 9, 10}));
+  CHECK(tok->encode("Café") == std::vector<int64_t>({11}));       // accents stripped
+  CHECK(tok->encode("hello中world") == std::vector<int64_t>({4, 12, 5}));  // CJK spaced out
+  CHECK(tok->encode("helloz") == std::vector<int64_t>({1}));        // an unmatched piece: whole word unknown
+  CHECK(tok->encode("hello\u200bworld") == std::vector<int64_t>({1}));  // zero-width (Cf) dropped: one unknown word
+  CHECK(tok->encode(std::string(101, 'a')) == std::vector<int64_t>({1}));
+  CHECK(tok->encode(" \t\n ").empty());
+  Encoding e = tok->encode_pair("hello", "world !", 512);
+  CHECK(e.input_ids == std::vector<int64_t>({2, 4, 3, 5, 6, 3}));
+  CHECK(e.token_type_ids == std::vector<int64_t>({0, 0, 0, 1, 1, 1}));
+}
+
+int main() {
+  test_truncation();
+  test_batching();
+  test_wordpiece();
+  if (failures) {
+    std::fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  std::printf("native unit tests: all checks passed\n");
+  return 0;
+}

@@ -1,0 +1,242 @@
+"""The native engine: built by CMake here, id-exact tokenizers, score parity, same ORT library."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT
+from rmbench.batching import make_batches, padding_waste
+from rmbench.data import sample_rows, split_dialogue
+from rmbench.export import reference_scores
+from rmbench.models import build_tokenizer, load_tokenizer, train_sentencepiece
+from rmbench.runtimes.native import NativeError, NativeRuntime
+from rmbench.synthetic import generate_split
+
+# Text a real user may send that the generated data never holds.
+ADVERSARIAL = [
+    ("Héllo Wörld, ça va? Ñandú São Paulo naïve façade", "Résumé: Crème brûlée — déjà vu!"),
+    ("日本語のテキスト 中文字符 한국어", "Mixed 中文 and English words"),
+    ("emoji 😀🎉👍🏽 and flags 🇫🇷", "❤️ ✨ 🥰 math ∑∫√ ≤ ≥ ≠"),
+    ("control\x01\x02chars\x7f and\u200bzero\u200cwidth\u200djoiners\ufeff", "tabs\tand\nnewlines\r\nhere"),
+    ("", "an empty prompt"),
+    ("an empty response", ""),
+    ("", ""),
+    ("word " * 5 + "x" * 5000, "a 5,000-character word above"),
+    (" ".join(["long prompt"] * 600), " ".join(["long response"] * 600)),
+    (" ".join(["short"] * 3), " ".join(["very long response"] * 900)),
+    (" ".join(["very long prompt"] * 900), "short"),
+    ("  leading   and   repeated   spaces  ", "   "),
+    ("Numbers 1,234.56 $99 3:30pm 2nd 1e-7", "URLs https://example.org/a?b=c&d=e#f and e-mail a.b@c.de"),
+    ("quotes “curly” ‘single’ «guillemets» and dashes – —", "ellipsis… and ½ ² ® ™ ©"),
+    ("Ǆ ǅ ǆ İstanbul ß ﬁ ligatures ＦＵＬＬＷＩＤＴＨ", "Ελληνικά Русский עברית العربية हिन्दी"),
+]
+
+
+@pytest.fixture(scope="session")
+def binary(tmp_path_factory):
+    build = tmp_path_factory.mktemp("native-build")
+    for cmd in (
+        [
+            "cmake",
+            "-S",
+            str(ROOT / "native"),
+            "-B",
+            str(build),
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DPYTHON={sys.executable}",
+        ],
+        ["cmake", "--build", str(build), "-j", "2"],
+        ["ctest", "--test-dir", str(build), "--output-on-failure"],
+    ):
+        run = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return build / "rmscore"
+
+
+@pytest.fixture(scope="session")
+def tokenizers(tmp_path_factory, tiny_model):
+    """The two tokenizer kinds as the pipeline builds them: WordPiece (ELECTRA) and a trained
+    SentencePiece (DeBERTa-v3)."""
+    root = tmp_path_factory.mktemp("tokenizers")
+    lines = [t for d in generate_split(17, 600) for t in d["chosen"].split("\n\n") if t]
+    train_sentencepiece(lines, root / "spm.model", 4000, 17)
+    build_tokenizer(
+        {"name": "d", "architecture": "deberta-v3-large", "source": "synthetic"},
+        root / "deberta",
+        root / "spm.model",
+    )
+    return {"electra": tiny_model["model"], "deberta": root / "deberta"}
+
+
+def native_tokens(binary, folder, pairs, tmp_path, max_length=512):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        "".join(
+            json.dumps({"id": str(i), "prompt": p, "response": r}) + "\n" for i, (p, r) in enumerate(pairs)
+        )
+    )
+    out = tmp_path / "tokens.jsonl"
+    run = subprocess.run(
+        [
+            str(binary),
+            "--tokenizer",
+            str(folder),
+            "--input",
+            str(rows),
+            "--dump-tokens",
+            str(out),
+            "--max-length",
+            str(max_length),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def sample_set_pairs():
+    """Every row of the default config's sample sets (as the synthetic source draws them)."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    split = generate_split(config["data"]["synthetic_seed"], config["data"]["synthetic_rows"])
+    pairs = []
+    for name, s in config["sets"].items():
+        pairs += [(r["prompt"], r["response"]) for r in sample_rows(split, s["size"], s["seed"], name)]
+    return pairs
+
+
+@pytest.mark.parametrize("kind", ["electra", "deberta"])
+@pytest.mark.parametrize("which", ["sample_sets", "adversarial"])
+def test_token_ids_match_the_hf_tokenizer(binary, tokenizers, kind, which, tmp_path):
+    """Identical to the fast tokenizer the runtimes use. The one exception: where HF's fast
+    DeBERTa tokenizer departs from SentencePiece itself (its slow tokenizer), on a text whose
+    normalization ends in a space (a final U+FEFF), native follows SentencePiece."""
+    from transformers import AutoTokenizer
+
+    pairs = sample_set_pairs() if which == "sample_sets" else ADVERSARIAL
+    fast = load_tokenizer(tokenizers[kind])
+    slow = AutoTokenizer.from_pretrained(tokenizers[kind], use_fast=False)
+    native = native_tokens(binary, tokenizers[kind], pairs, tmp_path)
+    follows_sentencepiece = []
+    for (p, r), got in zip(pairs, native, strict=True):
+        want = fast(p, r, truncation=True, max_length=512)
+        if got["input_ids"] != want["input_ids"]:
+            assert got["input_ids"] == slow(p, r, truncation=True, max_length=512)["input_ids"], (
+                kind,
+                p[:60],
+                r[:60],
+            )
+            follows_sentencepiece.append(p)
+        elif "token_type_ids" in want:
+            assert got["token_type_ids"] == want["token_type_ids"]
+    expected = (
+        [p for p, _ in ADVERSARIAL if p.endswith("\ufeff")]
+        if (kind, which) == ("deberta", "adversarial")
+        else []
+    )
+    assert follows_sentencepiece == expected
+
+
+@pytest.mark.parametrize("max_length", [8, 16, 33, 64])
+def test_truncation_matches_hf_at_every_split(binary, tokenizers, max_length, tmp_path):
+    words = generate_split(5, 40)
+    pairs = [split_dialogue(d["chosen"]) for d in words]
+    hf = load_tokenizer(tokenizers["electra"])
+    for (p, r), got in zip(pairs, native_tokens(binary, tokenizers["electra"], pairs, tmp_path, max_length)):
+        assert got["input_ids"] == hf(p, r, truncation=True, max_length=max_length)["input_ids"]
+
+
+def native_runtime(tiny_model, binary, **options):
+    runtime = NativeRuntime(
+        tiny_model["model"], tiny_model["onnx"], "cpu", 1, 512, {"binary": binary} | options
+    )
+    runtime.load()
+    return runtime
+
+
+def test_scores_match_pytorch_single_and_batched(binary, tiny_model):
+    rows = tiny_model["rows"]
+    pairs = [(r["prompt"], r["response"]) for r in rows]
+    reference = np.array(reference_scores(tiny_model["model"], rows, threads=1))
+    runtime = native_runtime(tiny_model, binary)
+    assert np.abs(np.array(runtime.score(pairs)) - reference).max() <= 1e-4
+    for strategy in ("naive", "length-aware", "token-budget"):
+        result = runtime.run(pairs, "--batch-size", "4", "--batching", strategy, "--token-budget", "1200")
+        assert np.abs(np.array([r["score"] for r in result["rows"]]) - reference).max() <= 1e-4
+        assert max(len(b) for b in result["batches"]) > 1
+
+
+def test_zero_copy_and_preallocation_switches_keep_scores(binary, tiny_model):
+    pairs = [(r["prompt"], r["response"]) for r in tiny_model["rows"]]
+    on = native_runtime(tiny_model, binary, zero_copy="on", prealloc="on").time_rows_alone(pairs, 1)
+    off = native_runtime(tiny_model, binary, zero_copy="off", prealloc="off").time_rows_alone(pairs, 1)
+    assert on["scores"] == off["scores"]
+    runtime = native_runtime(tiny_model, binary, zero_copy="off", prealloc="off")
+    runtime.time_rows_alone(pairs, 1)
+    assert runtime.describe()["options"]["zero_copy"] is False
+
+
+def test_same_onnxruntime_library_and_version_as_python(binary, tiny_model):
+    from pathlib import Path
+
+    import onnxruntime
+
+    runtime = native_runtime(tiny_model, binary)
+    runtime.score([("a", "b")])
+    described = runtime.describe()
+    assert described["ort_version"] == onnxruntime.__version__
+    python_lib = sorted((Path(onnxruntime.__file__).parent / "capi").glob("libonnxruntime.so*"))[-1]
+    assert described["ort_library"] == str(python_lib.resolve())
+
+
+def test_batches_match_the_python_strategies(binary, tiny_model, tmp_path):
+    pairs = [split_dialogue(d["chosen"]) for d in generate_split(8, 37)]
+    runtime = native_runtime(tiny_model, binary)
+    lengths = [len(t["input_ids"]) for t in native_tokens(binary, tiny_model["model"], pairs, tmp_path)]
+    for strategy, size in (("none", 1), ("naive", 4), ("length_aware", 8), ("token_budget", 8)):
+        native = runtime.run(
+            pairs, "--batching", strategy, "--batch-size", str(size), "--token-budget", "2048"
+        )
+        assert native["batches"] == make_batches(lengths, strategy, size, 2048), strategy
+    assert padding_waste(lengths, make_batches(lengths, "length_aware", 8)) < padding_waste(
+        lengths, make_batches(lengths, "naive", 8)
+    )
+
+
+def test_exit_codes_and_messages(binary, tiny_model, tmp_path):
+    good = tmp_path / "rows.jsonl"
+    good.write_text(json.dumps({"id": "1", "prompt": "p", "response": "r"}) + "\n")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "1", "prompt": "p", "response": "r"}) + "\n{oops\n")
+    base = [str(binary), "--tokenizer", str(tiny_model["model"]), "--output", str(tmp_path / "o.json")]
+
+    def run(*args):
+        proc = subprocess.run([*base, *args], capture_output=True, text=True, check=False)
+        return proc.returncode, proc.stderr
+
+    assert run("--input", str(good), "--model", str(tmp_path / "none.onnx"))[0] == 3
+    code, message = run("--input", str(bad), "--model", str(tiny_model["onnx"]))
+    assert code == 4 and "bad.jsonl:2" in message
+    code, message = run("--input", str(good), "--model", str(tiny_model["onnx"]), "--frobnicate", "1")
+    assert code == 2 and "--frobnicate" in message
+    code, message = run("--input", str(good), "--model", str(tiny_model["onnx"]), "--device", "cuda")
+    assert code == 7 and "CUDAExecutionProvider" in message
+
+
+def test_model_tokenizer_mismatch(binary, tiny_model, tmp_path):
+    """A vocabulary whose ids lie beyond the 30,522 rows of the model's embedding."""
+    folder = tmp_path / "big-vocab"
+    folder.mkdir()
+    fillers = [f"filler{i}" for i in range(31000)]
+    (folder / "vocab.txt").write_text(
+        "\n".join([*fillers, "[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello"]) + "\n"
+    )
+    runtime = NativeRuntime(folder, tiny_model["onnx"], "cpu", 1, 512, {"binary": binary})
+    runtime.load()
+    with pytest.raises(NativeError, match="exited 5.*mismatch"):
+        runtime.score([("hello", "hello")])

@@ -1,0 +1,42 @@
+"""Batching strategies shared by every Python runtime; native/src/batching.cpp implements the
+same rules (tests/test_native.py proves both give the same batches).
+
+  none:         every row alone, in arrival order
+  naive:        consecutive rows in arrival order, batch_size at a time
+  length_aware: rows sorted by token length (stable), batch_size at a time
+  token_budget: rows sorted by token length (stable); each batch filled while
+                rows x longest length <= token_budget and rows <= batch_size
+"""
+
+from __future__ import annotations
+
+STRATEGIES = ("none", "naive", "length_aware", "token_budget")
+
+
+def make_batches(
+    lengths: list[int], strategy: str, batch_size: int, token_budget: int = 0
+) -> list[list[int]]:
+    """Groups row indices into batches (scores are put back in arrival order by the caller)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown batching strategy '{strategy}' ({' | '.join(STRATEGIES)})")
+    order = list(range(len(lengths)))
+    if strategy == "none":
+        batch_size = 1
+    if strategy in ("length_aware", "token_budget"):
+        order.sort(key=lambda i: lengths[i])  # stable: ties keep arrival order
+    batches: list[list[int]] = []
+    for i in order:
+        fits = bool(batches) and len(batches[-1]) < batch_size
+        if fits and strategy == "token_budget":
+            fits = (len(batches[-1]) + 1) * lengths[i] <= token_budget  # sorted: row i is the longest
+        if not fits:
+            batches.append([])
+        batches[-1].append(i)
+    return batches
+
+
+def padding_waste(lengths: list[int], batches: list[list[int]]) -> float:
+    """Padded tokens over real tokens when each batch is padded to its longest row."""
+    real = sum(lengths)
+    padded = sum(len(b) * max(lengths[i] for i in b) for b in batches)
+    return (padded - real) / real if real else 0.0

@@ -1,0 +1,93 @@
+"""The native C++ engine (native/, built by the native_build rule) on the ONNX Runtime C++ API.
+
+It links the same libonnxruntime as ort_python, so the two differ in language only. A launch
+runs the engine once as a child process that times every row itself (raw text pair in, float
+score out, tokenization included), the same region the Python runtimes time.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .base import Runtime
+
+
+class NativeError(RuntimeError):
+    """The engine exited with an error (its one-line message and exit code)."""
+
+
+class NativeRuntime(Runtime):
+    name = "native"
+    needs_onnx = True
+
+    @classmethod
+    def unavailable_reason(cls, device: str) -> str | None:
+        from .ort_python import OrtPythonRuntime  # the same library answers the same
+
+        return OrtPythonRuntime.unavailable_reason(device)
+
+    def load(self) -> None:
+        self.binary = Path(self.options.get("binary", ""))
+        if not self.binary.is_file():
+            raise FileNotFoundError(f"native engine not built: {self.binary} (run the native_build rule)")
+        self.last_run: dict = {}
+
+    def run(self, pairs: list[tuple[str, str]], *args: str) -> dict:
+        """Runs the engine over `pairs` with extra command-line options; returns its JSON result."""
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = Path(tmp) / "rows.jsonl"
+            rows.write_text(
+                "".join(
+                    json.dumps({"id": str(i), "prompt": p, "response": r}) + "\n"
+                    for i, (p, r) in enumerate(pairs)
+                )
+            )
+            out = Path(tmp) / "result.json"
+            cmd = [
+                str(self.binary),
+                "--model",
+                str(self.onnx_path),
+                "--tokenizer",
+                str(self.model_dir),
+                "--input",
+                str(rows),
+                "--output",
+                str(out),
+                "--device",
+                self.device,
+                "--threads",
+                str(self.threads),
+                "--max-length",
+                str(self.max_length),
+                *args,
+            ]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:  # its own one-line message comes last, after any ORT log lines
+                message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
+                raise NativeError(f"rmscore exited {proc.returncode}: {message}")
+            self.last_run = json.loads(out.read_text())
+        return self.last_run
+
+    def score(self, pairs):
+        return [row["score"] for row in self.run(pairs, "--warmup", "0")["rows"]]
+
+    def time_rows_alone(self, pairs, warmup_rows):
+        switches = []
+        for key in ("zero_copy", "prealloc"):  # the zero-copy ablation's variants (on | off)
+            if key in self.options:
+                switches += [f"--{key.replace('_', '-')}", self.options[key]]
+        result = self.run(pairs, "--warmup", str(warmup_rows), "--batching", "none", *switches)
+        rows = result["rows"]
+        return {
+            "latencies_ms": [r["total_ms"] for r in rows],
+            "scores": [r["score"] for r in rows],
+            "tokenize_us": [r["tokenize_us"] for r in rows],
+            "load_s": result["load_ms"] / 1e3,
+        }
+
+    def describe(self) -> dict:
+        keys = ("ort_version", "ort_api", "ort_library", "tokenizer", "options")
+        return super().describe() | {"binary": str(self.binary)} | {k: self.last_run.get(k) for k in keys}

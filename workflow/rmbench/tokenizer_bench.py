@@ -1,0 +1,87 @@
+"""The tokenizer microbenchmark: microseconds per (prompt, response) pair, tokenization alone.
+
+Compares the native engine's tokenizers with the Hugging Face fast (Rust) and slow (Python)
+ones on the same rows, with the same truncation (longest_first to max_length).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+TOKENIZERS = ("native", "hf_fast", "hf_slow")
+
+
+def time_hf(model_dir, pairs, fast: bool, repeat: int, warmup: int, max_length: int) -> list[float]:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, use_fast=fast)
+    encode = lambda p, r: tokenizer(p, r, truncation=True, max_length=max_length)
+    for p, r in pairs[:warmup]:
+        encode(p, r)
+    totals = np.zeros(len(pairs))
+    for _ in range(repeat):
+        for i, (p, r) in enumerate(pairs):
+            start = time.perf_counter()
+            encode(p, r)
+            totals[i] += time.perf_counter() - start
+    return list(totals / repeat * 1e6)
+
+
+def time_native(binary, model_dir, pairs, repeat: int, warmup: int, max_length: int) -> list[float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = Path(tmp) / "rows.jsonl"
+        rows.write_text(
+            "".join(
+                json.dumps({"id": str(i), "prompt": p, "response": r}) + "\n"
+                for i, (p, r) in enumerate(pairs)
+            )
+        )
+        out = Path(tmp) / "out.json"
+        cmd = [
+            str(binary),
+            "--tokenize-only",
+            "--tokenizer",
+            str(model_dir),
+            "--input",
+            str(rows),
+            "--output",
+            str(out),
+            "--repeat",
+            str(repeat),
+            "--warmup",
+            str(warmup),
+            "--max-length",
+            str(max_length),
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"rmscore exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
+        return json.loads(out.read_text())["tokenize"]["per_pair_us"]
+
+
+def run_tokenizer_launch(cell: dict, rows: list[dict], model_dir, binary, settings: dict) -> dict:
+    """One launch: every pair tokenized `repeat` times; per pair the mean, per launch p50/mean."""
+    pairs = [(r["prompt"], r["response"]) for r in rows]
+    args = (settings["repeat"], settings["warmup_rows"], settings["max_length"])
+    name = cell["runtime"]
+    if name == "native":
+        per_pair = time_native(binary, model_dir, pairs, *args)
+    elif name in ("hf_fast", "hf_slow"):
+        per_pair = time_hf(model_dir, pairs, name == "hf_fast", *args)
+    else:
+        raise ValueError(f"unknown tokenizer '{name}' ({', '.join(TOKENIZERS)})")
+    values = np.asarray(per_pair)
+    metrics = {
+        "p50_us": float(np.percentile(values, 50)),
+        "p95_us": float(np.percentile(values, 95)),
+        "mean_us": float(values.mean()),
+        "n_rows": len(pairs),
+        "per_pair_us": list(map(float, per_pair)),
+    }
+    return {"cell": cell, "settings": settings, "status": "ok", "reason": None, "metrics": metrics}

@@ -1,0 +1,22 @@
+# The native C++ engine: configured and built by CMake, its C++ tests run by ctest. Every
+# benchmark cell that uses it takes the binary as input, so it is rebuilt when sources change.
+
+
+rule native_build:
+    input:
+        NATIVE_SOURCES,
+    output:
+        "results/native/bin/rmscore",
+    log:
+        "results/logs/native/build.log",
+    conda:
+        "../../envs/native.yaml"
+    threads: workflow.cores
+    params:
+        build="results/native/build",
+        python=sys.executable,  # its onnxruntime package provides the library the engine links
+    shell:
+        "(cmake -S native -B {params.build} -DCMAKE_BUILD_TYPE=Release -DPYTHON={params.python}"
+        " && cmake --build {params.build} -j {threads}"
+        " && ctest --test-dir {params.build} --output-on-failure"
+        " && cp {params.build}/rmscore {output}) > {log} 2>&1"

@@ -1,0 +1,17 @@
+"""The language-isolation table: native C++ vs ONNX Runtime from Python, same library and ONNX file."""
+
+import _bootstrap  # noqa: F401  (makes rmbench importable)
+import pandas as pd
+from rmbench.glue import logged
+from rmbench.tables import language_latex, language_table
+
+with logged(snakemake.log[0]):
+    table = language_table(pd.read_csv(snakemake.input[0], keep_default_na=False, na_values=[""]))
+    table.to_csv(snakemake.output.csv, index=False)
+    caption = (
+        "Language isolation: the native C++ engine against ONNX Runtime called from Python, on the same "
+        "ONNX file and the same libonnxruntime. Means over launches of per-launch p50/p95; the verdict "
+        "requires non-overlapping 95\\% intervals."
+    )
+    with open(snakemake.output.tex, "w") as f:
+        f.write(language_latex(table, caption))

@@ -1,0 +1,19 @@
+"""A study's statistics: per-cell CIs over launches, and every pair of cells compared."""
+
+import _bootstrap  # noqa: F401  (makes rmbench importable)
+import pandas as pd
+from rmbench.glue import logged
+from rmbench.stats import compare_latency, summarize
+from rmbench.tables import STUDIES, group_keys
+
+with logged(snakemake.log[0]):
+    study = snakemake.wildcards.study
+    layout, keys = STUDIES[study], group_keys(study)
+    launches = pd.read_csv(snakemake.input[0], keep_default_na=False, na_values=[""])
+    launches["reason"] = launches["reason"].fillna("")
+    summary = summarize(launches, [*keys, layout["between"]], layout["metrics"])
+    summary.to_csv(snakemake.output.summary, index=False)
+    comparisons = pd.concat(
+        [compare_latency(launches, keys, layout["between"], m) for m in layout["metrics"]], ignore_index=True
+    )
+    comparisons.to_csv(snakemake.output.comparisons, index=False)
