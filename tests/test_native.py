@@ -190,7 +190,7 @@ def test_same_onnxruntime_library_and_version_as_python(binary, tiny_model):
     runtime.score([("a", "b")])
     described = runtime.describe()
     assert described["ort_version"] == onnxruntime.__version__
-    python_lib = sorted((Path(onnxruntime.__file__).parent / "capi").glob("libonnxruntime.so*"))[-1]
+    python_lib = max((Path(onnxruntime.__file__).parent / "capi").glob("libonnxruntime.so*"))
     assert described["ort_library"] == str(python_lib.resolve())
 
 

@@ -1,7 +1,9 @@
 // BERT-uncased WordPiece, id-exact with the Hugging Face tokenizers library:
 // BertNormalizer (clean text, space out CJK, strip accents via NFD, lowercase),
 // BertPreTokenizer (split on whitespace, isolate punctuation), greedy longest-match WordPiece.
+#include <algorithm>
 #include <fstream>
+#include <string_view>
 #include <unordered_map>
 #include <utf8proc.h>
 
@@ -80,16 +82,35 @@ bool is_cjk(utf8proc_int32_t c) {
          (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
+bool is_ascii(const std::string& text) {
+  for (unsigned char c : text)
+    if (c >= 0x80) return false;
+  return true;
+}
+
+// Length in bytes of the UTF-8 character starting with byte `lead`.
+size_t utf8_length(unsigned char lead) {
+  return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+}
+
 class WordPiece : public Tokenizer {
  public:
   WordPiece(const std::string& vocab_txt, bool lowercase) : lowercase_(lowercase) {
     std::ifstream in(vocab_txt);
     if (!in) throw Error(ExitCode::missing_file, "vocabulary not found: " + vocab_txt);
     std::string line;
-    int64_t id = 0;
     while (std::getline(in, line)) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
-      vocab_.emplace(line, id++);
+      pieces_.push_back(line);
+    }
+    // Views into pieces_, which no longer changes: lookups need no string copies. Continuation
+    // pieces ("##ing") are keyed without their prefix.
+    for (size_t id = 0; id < pieces_.size(); ++id) {
+      std::string_view piece = pieces_[id];
+      bool continuation = piece.size() > 2 && piece.substr(0, 2) == "##";
+      auto& map = continuation ? continuations_ : words_;
+      map.emplace(continuation ? piece.substr(2) : piece, static_cast<int64_t>(id));
+      longest_ = std::max(longest_, piece.size());
     }
     unk_ = lookup("[UNK]");
     cls_ = lookup("[CLS]");
@@ -98,100 +119,112 @@ class WordPiece : public Tokenizer {
   }
 
   std::vector<int64_t> encode(const std::string& text) const override {
+    std::string norm = normalize(text);
     std::vector<int64_t> ids;
-    std::string word;
-    size_t word_chars = 0;
-    auto flush = [&] {
-      if (word_chars > 0) wordpiece(word, word_chars, ids);
-      word.clear();
+    ids.reserve(norm.size() / 3 + 4);
+    size_t word_start = 0, word_chars = 0;
+    auto flush = [&](size_t end) {
+      if (word_chars > 0) wordpiece(std::string_view(norm).substr(word_start, end - word_start), word_chars, ids);
       word_chars = 0;
     };
-    for (utf8proc_int32_t c : normalize(text)) {
-      if (is_whitespace(c)) {
-        flush();
+    for (size_t i = 0; i < norm.size();) {
+      unsigned char lead = static_cast<unsigned char>(norm[i]);
+      size_t n = utf8_length(lead);
+      utf8proc_int32_t c = lead;
+      if (n > 1) utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(norm.data() + i), n, &c);
+      if (c == ' ' || (n > 1 && is_whitespace(c))) {
+        flush(i);
       } else if (is_punctuation(c)) {
-        flush();
-        append_utf8(word, c);
-        word_chars = 1;
-        flush();
+        flush(i);
+        wordpiece(std::string_view(norm).substr(i, n), 1, ids);
       } else {
-        append_utf8(word, c);
+        if (word_chars == 0) word_start = i;
         ++word_chars;
       }
+      i += n;
     }
-    flush();
+    flush(norm.size());
     return ids;
   }
 
   int64_t cls_id() const override { return cls_; }
   int64_t sep_id() const override { return sep_; }
   int64_t pad_id() const override { return pad_; }
-  size_t vocab_size() const override { return vocab_.size(); }
+  size_t vocab_size() const override { return pieces_.size(); }
   std::string kind() const override { return "wordpiece"; }
 
  private:
   int64_t lookup(const std::string& token) const {
-    auto it = vocab_.find(token);
-    if (it == vocab_.end()) throw Error(ExitCode::mismatch, "vocabulary lacks " + token);
+    auto it = words_.find(token);
+    if (it == words_.end()) throw Error(ExitCode::mismatch, "vocabulary lacks " + token);
     return it->second;
   }
 
-  Codepoints normalize(const std::string& text) const {
-    // Clean text: drop NUL, U+FFFD and control characters; any whitespace becomes a space.
-    // CJK ideographs are spaced out so each becomes its own word.
-    std::string cleaned;
-    cleaned.reserve(text.size() + 8);
+  // BertNormalizer: drop NUL, U+FFFD and control characters, any whitespace becomes a space,
+  // CJK ideographs are spaced out; then (uncased) strip accents (NFD, drop nonspacing marks) and
+  // lowercase. Returns UTF-8 in which every whitespace is a plain space.
+  std::string normalize(const std::string& text) const {
+    std::string out;
+    out.reserve(text.size() + 8);
+    if (is_ascii(text)) {  // the common case: no decomposition, no CJK, a byte table is enough
+      for (unsigned char c : text) {
+        if (c == '\t' || c == '\n' || c == '\r' || c == ' ') out.push_back(' ');
+        else if (c < 0x20 || c == 0x7F) continue;  // control characters
+        else out.push_back(lowercase_ && c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : static_cast<char>(c));
+      }
+      return out;
+    }
     for (utf8proc_int32_t c : decode_utf8(text)) {
       if (c == 0 || c == 0xFFFD || is_control(c)) continue;
       if (is_whitespace(c)) {
-        cleaned.push_back(' ');
+        out.push_back(' ');
       } else if (is_cjk(c)) {
-        cleaned.push_back(' ');
-        append_utf8(cleaned, c);
-        cleaned.push_back(' ');
+        out.push_back(' ');
+        append_utf8(out, c);
+        out.push_back(' ');
       } else {
-        append_utf8(cleaned, c);
+        append_utf8(out, c);
       }
     }
-    if (!lowercase_) return decode_utf8(cleaned);
-    // Strip accents (NFD, then drop nonspacing marks), then lowercase.
+    if (!lowercase_) return out;
     utf8proc_uint8_t* nfd = nullptr;
-    utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(cleaned.data()),
-                                      static_cast<utf8proc_ssize_t>(cleaned.size()), &nfd,
+    utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(out.data()),
+                                      static_cast<utf8proc_ssize_t>(out.size()), &nfd,
                                       static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE));
-    Codepoints out;
-    if (n < 0) return out;
+    if (n < 0) return {};
     std::string decomposed(reinterpret_cast<char*>(nfd), static_cast<size_t>(n));
     free(nfd);
+    out.clear();
     for (utf8proc_int32_t c : decode_utf8(decomposed)) {
       if (utf8proc_category(c) == UTF8PROC_CATEGORY_MN) continue;
-      out.push_back(utf8proc_tolower(c));
+      append_utf8(out, utf8proc_tolower(c));
     }
     return out;
   }
 
-  void wordpiece(const std::string& word, size_t chars, std::vector<int64_t>& ids) const {
+  // Greedy longest match; one unmatchable piece makes the whole word [UNK].
+  void wordpiece(std::string_view word, size_t chars, std::vector<int64_t>& ids) const {
     if (chars > kMaxCharsPerWord) {
       ids.push_back(unk_);
       return;
     }
     size_t start = 0, first = ids.size();
-    std::string piece;
     while (start < word.size()) {
-      size_t end = word.size();
+      const auto& map = start > 0 ? continuations_ : words_;
+      // No piece is longer than the longest in the vocabulary: start there, on a character boundary.
+      size_t end = std::min(word.size(), start + longest_);
+      while (end > start && end < word.size() && (static_cast<unsigned char>(word[end]) & 0xC0) == 0x80) --end;
       int64_t found = -1;
       while (end > start) {
-        piece.assign(start > 0 ? "##" : "");
-        piece.append(word, start, end - start);
-        auto it = vocab_.find(piece);
-        if (it != vocab_.end()) {
+        auto it = map.find(word.substr(start, end - start));
+        if (it != map.end()) {
           found = it->second;
           break;
         }
-        // step back one UTF-8 character
-        do --end; while (end > start && (static_cast<unsigned char>(word[end]) & 0xC0) == 0x80);
+        do --end;  // back one UTF-8 character
+        while (end > start && (static_cast<unsigned char>(word[end]) & 0xC0) == 0x80);
       }
-      if (found < 0) {  // one unmatchable piece makes the whole word unknown
+      if (found < 0) {
         ids.resize(first);
         ids.push_back(unk_);
         return;
@@ -201,7 +234,9 @@ class WordPiece : public Tokenizer {
     }
   }
 
-  std::unordered_map<std::string, int64_t> vocab_;
+  std::vector<std::string> pieces_;
+  std::unordered_map<std::string_view, int64_t> words_, continuations_;
+  size_t longest_ = 0;
   bool lowercase_;
   int64_t unk_, cls_, sep_, pad_;
 };

@@ -19,7 +19,9 @@ TOKENIZERS = ("native", "hf_fast", "hf_slow")
 
 def time_hf(model_dir, pairs, fast: bool, repeat: int, warmup: int, max_length: int) -> list[float]:
     from transformers import AutoTokenizer
+    from transformers.utils import logging
 
+    logging.set_verbosity_error()  # the slow tokenizers warn on every truncated pair
     tokenizer = AutoTokenizer.from_pretrained(model_dir, use_fast=fast)
     encode = lambda p, r: tokenizer(p, r, truncation=True, max_length=max_length)
     for p, r in pairs[:warmup]:
