@@ -20,6 +20,7 @@ rule all:
     default_target: True
     input:
         expand("results/correctness/{model}.json", model=used_models()),
+        expand("results/correctness/{model}_native.json", model=native_models()),
         study_outputs(),
 
 

@@ -125,3 +125,53 @@ def reference_scores(model_dir: Path, rows: list[dict], threads: int) -> list[fl
             enc = encode(tokenizer, [(r["prompt"], r["response"])], "pt")
             scores.append(float(model(**enc).logits[0, 0]))
     return scores
+
+
+def native_parity_report(
+    runtime, rows_by_set: dict, reference: list[float], tolerance: float, batch_size: int
+) -> dict:
+    """The native engine against the HF fast tokenizer (token ids, every row of every set) and
+    against the PyTorch reference (scores on main60, alone and in length-aware batches)."""
+    tokenizer = load_tokenizer(runtime.model_dir)
+    token_mismatches = []
+    for name, rows in rows_by_set.items():
+        pairs = [(r["prompt"], r["response"]) for r in rows]
+        native = runtime.token_ids(pairs)
+        for row, (p, r), got in zip(rows, pairs, native, strict=True):
+            want = tokenizer(p, r, truncation=True, max_length=runtime.max_length)["input_ids"]
+            if got != want:
+                token_mismatches.append(f"{name}:{row['id']}")
+    main = rows_by_set["main60"]
+    pairs = [(r["prompt"], r["response"]) for r in main]
+    ref = np.asarray(reference)
+    single = np.asarray(runtime.score(pairs))
+    batched = runtime.run(
+        pairs, "--batching", "length-aware", "--batch-size", str(batch_size), "--warmup", "0"
+    )
+    batched = np.asarray([r["score"] for r in batched["rows"]])
+    report = {
+        "binary": str(runtime.binary),
+        "rows_tokenized": sum(len(rows) for rows in rows_by_set.values()),
+        "token_mismatches": token_mismatches,
+        "rows_scored": len(main),
+        "tolerance": tolerance,
+        "max_abs_err_single": float(np.abs(single - ref).max()),
+        "max_abs_err_batched": float(np.abs(batched - ref).max()),
+        "batch_size": batch_size,
+    }
+    worst = max(report["max_abs_err_single"], report["max_abs_err_batched"])
+    report["passed"] = bool(not token_mismatches and worst <= tolerance)
+    return report
+
+
+def check_native_parity(report: dict) -> None:
+    if report["token_mismatches"]:
+        raise ParityError(
+            f"native tokenizer disagrees with the HF tokenizer on {len(report['token_mismatches'])} rows, "
+            f"e.g. {', '.join(report['token_mismatches'][:5])}"
+        )
+    if not report["passed"]:
+        raise ParityError(
+            f"native scores differ from PyTorch by {report['max_abs_err_single']:.3g} (single rows), "
+            f"{report['max_abs_err_batched']:.3g} (batches of {report['batch_size']}) > {report['tolerance']:g}"
+        )

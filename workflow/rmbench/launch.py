@@ -61,7 +61,7 @@ def latency_scenario(runtime, pairs: list[tuple[str, str]], warmup_rows: int) ->
     return runtime.time_rows_alone(pairs, warmup_rows)
 
 
-SCENARIOS = {"latency": latency_scenario}
+SCENARIOS = {"latency": latency_scenario, "zerocopy": latency_scenario}
 
 
 def run_launch(

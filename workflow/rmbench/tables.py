@@ -119,7 +119,11 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
         r"\midrule",
     ]
     for _, r in table.iterrows():
-        cells = [_latex_escape(str(r[k])) for k in [*keys, between]] + [f"{r['launches_ok']}/{r['launches']}"]
+        label = str(r[between]).replace("~", "=").replace("+", ", ")  # zero_copy~off+prealloc~off
+        cells = [_latex_escape(str(r[k])) for k in keys] + [
+            _latex_escape(label),
+            f"{r['launches_ok']}/{r['launches']}",
+        ]
         if r["launches_ok"] == 0:
             cells.append(
                 rf"\multicolumn{{{len(metrics)}}}{{l}}{{"

@@ -1,5 +1,6 @@
 # Config validation, the cell table and the input functions every stage shares.
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -23,8 +24,8 @@ NATIVE_SOURCES = sorted(
 
 
 wildcard_constraints:
-    model=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-    set=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    model="|".join(map(re.escape, config["models"])),
+    set="|".join(map(re.escape, config["sets"])),
     study="|".join(STUDIES),
     device=r"cpu|cuda",
     runtime=r"[a-z_]+",
@@ -71,6 +72,10 @@ def enabled_studies():
     return sorted({cell["study"] for cell in CELLS})
 
 
+def native_models():
+    return sorted({cell["model"] for cell in CELLS if cell["runtime"] == "native"})
+
+
 def study_outputs():
     outputs = []
     for study in enabled_studies():
@@ -109,6 +114,7 @@ def cell_inputs(wildcards):
     }
     if wildcards.runtime == "native":
         inputs["binary"] = "results/native/bin/rmscore"
+        inputs["native_parity"] = f"results/correctness/{wildcards.model}_native.json"
     if (
         wildcards.study != "tokenizer"
     ):  # scoring cells: behind the parity gate, checked against the reference

@@ -20,3 +20,24 @@ rule native_build:
         " && cmake --build {params.build} -j {threads}"
         " && ctest --test-dir {params.build} --output-on-failure"
         " && cp {params.build}/rmscore {output}) > {log} 2>&1"
+
+
+rule native_parity:
+    input:
+        binary="results/native/bin/rmscore",
+        model="results/models/{model}",
+        onnx="results/onnx/{model}/model.onnx",
+        sets=expand("results/data/{set}.jsonl", set=config["sets"]),
+        reference="results/reference/{model}/main60.json",
+    output:
+        "results/correctness/{model}_native.json",
+    log:
+        "results/logs/correctness/{model}_native.log",
+    conda:
+        "../../envs/bench.yaml"
+    params:
+        parity=config["parity"],
+        threads=threads(),
+        max_length=config["data"]["max_length"],
+    script:
+        "../scripts/native_parity.py"

@@ -35,41 +35,42 @@ class NativeRuntime(Runtime):
             raise FileNotFoundError(f"native engine not built: {self.binary} (run the native_build rule)")
         self.last_run: dict = {}
 
-    def run(self, pairs: list[tuple[str, str]], *args: str) -> dict:
-        """Runs the engine over `pairs` with extra command-line options; returns its JSON result."""
+    def _invoke(self, pairs: list[tuple[str, str]], args: list[str], result_flag: str) -> str:
+        """Runs the engine over `pairs`; returns the text of the file it wrote."""
         with tempfile.TemporaryDirectory() as tmp:
-            rows = Path(tmp) / "rows.jsonl"
+            rows, out = Path(tmp) / "rows.jsonl", Path(tmp) / "result"
             rows.write_text(
                 "".join(
                     json.dumps({"id": str(i), "prompt": p, "response": r}) + "\n"
                     for i, (p, r) in enumerate(pairs)
                 )
             )
-            out = Path(tmp) / "result.json"
             cmd = [
                 str(self.binary),
-                "--model",
-                str(self.onnx_path),
                 "--tokenizer",
                 str(self.model_dir),
                 "--input",
                 str(rows),
-                "--output",
+                result_flag,
                 str(out),
-                "--device",
-                self.device,
-                "--threads",
-                str(self.threads),
-                "--max-length",
-                str(self.max_length),
-                *args,
             ]
+            cmd += ["--max-length", str(self.max_length), *args]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:  # its own one-line message comes last, after any ORT log lines
                 message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
                 raise NativeError(f"rmscore exited {proc.returncode}: {message}")
-            self.last_run = json.loads(out.read_text())
+            return out.read_text()
+
+    def run(self, pairs: list[tuple[str, str]], *args: str) -> dict:
+        """Scores `pairs` with extra command-line options; returns the engine's JSON result."""
+        engine = ["--model", str(self.onnx_path), "--device", self.device, "--threads", str(self.threads)]
+        self.last_run = json.loads(self._invoke(pairs, [*engine, *args], "--output"))
         return self.last_run
+
+    def token_ids(self, pairs: list[tuple[str, str]]) -> list[list[int]]:
+        """The native tokenizer's input_ids for each pair (template and truncation included)."""
+        lines = self._invoke(pairs, [], "--dump-tokens").splitlines()
+        return [json.loads(line)["input_ids"] for line in lines]
 
     def score(self, pairs):
         return [row["score"] for row in self.run(pairs, "--warmup", "0")["rows"]]

@@ -1,0 +1,31 @@
+"""The native engine's gate: token ids as the HF tokenizer's on every set, scores as PyTorch's."""
+
+from pathlib import Path
+
+import _bootstrap  # noqa: F401  (makes rmbench importable)
+from rmbench.data import load_set
+from rmbench.export import check_native_parity, native_parity_report
+from rmbench.glue import logged, read_json, write_json
+from rmbench.runtimes.native import NativeRuntime
+
+with logged(snakemake.log[0]):
+    cfg = snakemake.params.parity
+    runtime = NativeRuntime(
+        snakemake.input.model,
+        snakemake.input.onnx,
+        "cpu",
+        snakemake.params.threads,
+        snakemake.params.max_length,
+        {"binary": snakemake.input.binary},
+    )
+    runtime.load()
+    rows_by_set = {Path(p).stem: load_set(p) for p in snakemake.input.sets}
+    reference = read_json(snakemake.input.reference)["scores"]
+    report = native_parity_report(runtime, rows_by_set, reference, cfg["tolerance"], cfg["batch_size"])
+    print(
+        {k: v for k, v in report.items() if k != "token_mismatches"},
+        len(report["token_mismatches"]),
+        "token mismatches",
+    )
+    check_native_parity(report)
+    write_json(report, snakemake.output[0])
