@@ -26,7 +26,7 @@ def latency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> 
     panels = sorted(ok.groupby(["model", "device"]).groups)
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(4.2 * max(1, len(panels)), 3.4), squeeze=False)
     for ax, (model, device) in zip(axes[0], panels):
-        sub = ok[(ok["model"] == model) & (ok["device"] == device)].sort_values("p50_ms")
+        sub = ok[(ok["model"] == model) & (ok["device"] == device)]  # same runtime order in every panel
         x = range(len(sub))
         for metric, marker, label in (("p50", "o", "p50"), ("p95", "s", "p95")):
             mean = sub[f"{metric}_ms"]

@@ -6,11 +6,7 @@ ones on the same rows, with the same truncation (longest_first to max_length).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -36,35 +32,11 @@ def time_hf(model_dir, pairs, fast: bool, repeat: int, warmup: int, max_length: 
 
 
 def time_native(binary, model_dir, pairs, repeat: int, warmup: int, max_length: int) -> list[float]:
-    with tempfile.TemporaryDirectory() as tmp:
-        rows = Path(tmp) / "rows.jsonl"
-        rows.write_text(
-            "".join(
-                json.dumps({"id": str(i), "prompt": p, "response": r}) + "\n"
-                for i, (p, r) in enumerate(pairs)
-            )
-        )
-        out = Path(tmp) / "out.json"
-        cmd = [
-            str(binary),
-            "--tokenize-only",
-            "--tokenizer",
-            str(model_dir),
-            "--input",
-            str(rows),
-            "--output",
-            str(out),
-            "--repeat",
-            str(repeat),
-            "--warmup",
-            str(warmup),
-            "--max-length",
-            str(max_length),
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(f"rmscore exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
-        return json.loads(out.read_text())["tokenize"]["per_pair_us"]
+    from .runtimes.native import NativeRuntime
+
+    engine = NativeRuntime(model_dir, None, "cpu", 1, max_length, {"binary": binary})
+    engine.load()
+    return engine.tokenize_times(pairs, repeat, warmup)
 
 
 def run_tokenizer_launch(cell: dict, rows: list[dict], model_dir, binary, settings: dict) -> dict:

@@ -72,6 +72,12 @@ class NativeRuntime(Runtime):
         lines = self._invoke(pairs, [], "--dump-tokens").splitlines()
         return [json.loads(line)["input_ids"] for line in lines]
 
+    def tokenize_times(self, pairs: list[tuple[str, str]], repeat: int, warmup: int) -> list[float]:
+        """Microseconds per pair for tokenization alone (template and truncation included),
+        averaged over `repeat` passes after `warmup` untimed pairs; no model is loaded."""
+        args = ["--tokenize-only", "--repeat", str(repeat), "--warmup", str(warmup)]
+        return json.loads(self._invoke(pairs, args, "--output"))["tokenize"]["per_pair_us"]
+
     def score(self, pairs):
         return [row["score"] for row in self.run(pairs, "--warmup", "0")["rows"]]
 
