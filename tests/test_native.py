@@ -70,32 +70,10 @@ def tokenizers(tmp_path_factory, tiny_model):
     return {"electra": tiny_model["model"], "deberta": root / "deberta"}
 
 
-def native_tokens(binary, folder, pairs, tmp_path, max_length=512):
-    rows = tmp_path / "rows.jsonl"
-    rows.write_text(
-        "".join(
-            json.dumps({"id": str(i), "prompt": p, "response": r}) + "\n" for i, (p, r) in enumerate(pairs)
-        )
-    )
-    out = tmp_path / "tokens.jsonl"
-    run = subprocess.run(
-        [
-            str(binary),
-            "--tokenizer",
-            str(folder),
-            "--input",
-            str(rows),
-            "--dump-tokens",
-            str(out),
-            "--max-length",
-            str(max_length),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr
-    return [json.loads(line) for line in out.read_text().splitlines()]
+def native_tokens(binary, folder, pairs, max_length=512):
+    engine = NativeRuntime(folder, None, "cpu", 1, max_length, {"binary": binary})
+    engine.load()
+    return engine.encodings(pairs)
 
 
 def sample_set_pairs():
@@ -112,7 +90,7 @@ def sample_set_pairs():
 
 @pytest.mark.parametrize("kind", ["electra", "deberta"])
 @pytest.mark.parametrize("which", ["sample_sets", "adversarial"])
-def test_token_ids_match_the_hf_tokenizer(binary, tokenizers, kind, which, tmp_path):
+def test_token_ids_match_the_hf_tokenizer(binary, tokenizers, kind, which):
     """Identical to the fast tokenizer the runtimes use. The one exception: where HF's fast
     DeBERTa tokenizer departs from SentencePiece itself (its slow tokenizer), on a text whose
     normalization ends in a space (a final U+FEFF), native follows SentencePiece."""
@@ -121,7 +99,7 @@ def test_token_ids_match_the_hf_tokenizer(binary, tokenizers, kind, which, tmp_p
     pairs = sample_set_pairs() if which == "sample_sets" else ADVERSARIAL
     fast = load_tokenizer(tokenizers[kind])
     slow = AutoTokenizer.from_pretrained(tokenizers[kind], use_fast=False)
-    native = native_tokens(binary, tokenizers[kind], pairs, tmp_path)
+    native = native_tokens(binary, tokenizers[kind], pairs)
     follows_sentencepiece = []
     for (p, r), got in zip(pairs, native, strict=True):
         want = fast(p, r, truncation=True, max_length=512)
@@ -143,11 +121,11 @@ def test_token_ids_match_the_hf_tokenizer(binary, tokenizers, kind, which, tmp_p
 
 
 @pytest.mark.parametrize("max_length", [8, 16, 33, 64])
-def test_truncation_matches_hf_at_every_split(binary, tokenizers, max_length, tmp_path):
+def test_truncation_matches_hf_at_every_split(binary, tokenizers, max_length):
     words = generate_split(5, 40)
     pairs = [split_dialogue(d["chosen"]) for d in words]
     hf = load_tokenizer(tokenizers["electra"])
-    for (p, r), got in zip(pairs, native_tokens(binary, tokenizers["electra"], pairs, tmp_path, max_length)):
+    for (p, r), got in zip(pairs, native_tokens(binary, tokenizers["electra"], pairs, max_length)):
         assert got["input_ids"] == hf(p, r, truncation=True, max_length=max_length)["input_ids"]
 
 
@@ -194,10 +172,10 @@ def test_same_onnxruntime_library_and_version_as_python(binary, tiny_model):
     assert described["ort_library"] == str(python_lib.resolve())
 
 
-def test_batches_match_the_python_strategies(binary, tiny_model, tmp_path):
+def test_batches_match_the_python_strategies(binary, tiny_model):
     pairs = [split_dialogue(d["chosen"]) for d in generate_split(8, 37)]
     runtime = native_runtime(tiny_model, binary)
-    lengths = [len(t["input_ids"]) for t in native_tokens(binary, tiny_model["model"], pairs, tmp_path)]
+    lengths = [len(t["input_ids"]) for t in native_tokens(binary, tiny_model["model"], pairs)]
     for strategy, size in (("none", 1), ("naive", 4), ("length_aware", 8), ("token_budget", 8)):
         native = runtime.run(
             pairs, "--batching", strategy, "--batch-size", str(size), "--token-budget", "2048"

@@ -136,10 +136,10 @@ def native_parity_report(
     token_mismatches = []
     for name, rows in rows_by_set.items():
         pairs = [(r["prompt"], r["response"]) for r in rows]
-        native = runtime.token_ids(pairs)
+        native = runtime.encodings(pairs)
         for row, (p, r), got in zip(rows, pairs, native, strict=True):
             want = tokenizer(p, r, truncation=True, max_length=runtime.max_length)["input_ids"]
-            if got != want:
+            if got["input_ids"] != want:
                 token_mismatches.append(f"{name}:{row['id']}")
     main = rows_by_set["main60"]
     pairs = [(r["prompt"], r["response"]) for r in main]

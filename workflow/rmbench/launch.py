@@ -46,14 +46,15 @@ def time_limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-def percentile_summary(values_ms: list[float]) -> dict:
-    values = np.asarray(values_ms, dtype=float)
+def percentile_summary(values: list[float], unit: str = "ms") -> dict:
+    """A launch's representative values: p50, p95, mean, min and max of its per-row values."""
+    x = np.asarray(values, dtype=float)
     return {
-        "p50_ms": float(np.percentile(values, 50)),
-        "p95_ms": float(np.percentile(values, 95)),
-        "mean_ms": float(values.mean()),
-        "min_ms": float(values.min()),
-        "max_ms": float(values.max()),
+        f"p50_{unit}": float(np.percentile(x, 50)),
+        f"p95_{unit}": float(np.percentile(x, 95)),
+        f"mean_{unit}": float(x.mean()),
+        f"min_{unit}": float(x.min()),
+        f"max_{unit}": float(x.max()),
     }
 
 

@@ -10,6 +10,8 @@ import time
 
 import numpy as np
 
+from .launch import percentile_summary
+
 TOKENIZERS = ("native", "hf_fast", "hf_slow")
 
 
@@ -50,11 +52,7 @@ def run_tokenizer_launch(cell: dict, rows: list[dict], model_dir, binary, settin
         per_pair = time_hf(model_dir, pairs, name == "hf_fast", *args)
     else:
         raise ValueError(f"unknown tokenizer '{name}' ({', '.join(TOKENIZERS)})")
-    values = np.asarray(per_pair)
-    metrics = {
-        "p50_us": float(np.percentile(values, 50)),
-        "p95_us": float(np.percentile(values, 95)),
-        "mean_us": float(values.mean()),
+    metrics = percentile_summary(per_pair, "us") | {
         "n_rows": len(pairs),
         "per_pair_us": list(map(float, per_pair)),
     }

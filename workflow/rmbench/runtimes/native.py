@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ..data import write_jsonl
 from .base import Runtime
 
 
@@ -39,12 +40,7 @@ class NativeRuntime(Runtime):
         """Runs the engine over `pairs`; returns the text of the file it wrote."""
         with tempfile.TemporaryDirectory() as tmp:
             rows, out = Path(tmp) / "rows.jsonl", Path(tmp) / "result"
-            rows.write_text(
-                "".join(
-                    json.dumps({"id": str(i), "prompt": p, "response": r}) + "\n"
-                    for i, (p, r) in enumerate(pairs)
-                )
-            )
+            write_jsonl([{"id": str(i), "prompt": p, "response": r} for i, (p, r) in enumerate(pairs)], rows)
             cmd = [
                 str(self.binary),
                 "--tokenizer",
@@ -67,10 +63,10 @@ class NativeRuntime(Runtime):
         self.last_run = json.loads(self._invoke(pairs, [*engine, *args], "--output"))
         return self.last_run
 
-    def token_ids(self, pairs: list[tuple[str, str]]) -> list[list[int]]:
-        """The native tokenizer's input_ids for each pair (template and truncation included)."""
-        lines = self._invoke(pairs, [], "--dump-tokens").splitlines()
-        return [json.loads(line)["input_ids"] for line in lines]
+    def encodings(self, pairs: list[tuple[str, str]]) -> list[dict]:
+        """The native tokenizer's input_ids and token_type_ids for each pair (template and
+        truncation included); no model is loaded."""
+        return [json.loads(line) for line in self._invoke(pairs, [], "--dump-tokens").splitlines()]
 
     def tokenize_times(self, pairs: list[tuple[str, str]], repeat: int, warmup: int) -> list[float]:
         """Microseconds per pair for tokenization alone (template and truncation included),
