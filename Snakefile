@@ -28,3 +28,10 @@ rule cells:
     """Every benchmark launch of the config, without the analysis."""
     input:
         [cell["path"] for cell in CELLS],
+
+
+rule gpu:
+    """Only the GPU cells, so one short visit to a GPU machine produces them all; `all` afterwards
+    rebuilds the tables from them (see README, "GPU cells")."""
+    input:
+        [cell["path"] for cell in CELLS if cell["device"] == "cuda"],

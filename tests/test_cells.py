@@ -3,7 +3,7 @@
 import pytest
 import yaml
 from conftest import ROOT
-from rmbench.cells import cell_table, format_params, parse_params
+from rmbench.cells import cell_table, format_params, launch_priorities, parse_params
 from rmbench.export import reference_scores
 from rmbench.launch import is_oom, run_launch
 
@@ -24,16 +24,42 @@ def test_cell_table_of_the_default_config():
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"))
     cells = cell_table(config)
-    per_study = {s: sum(c["study"] == s for c in cells) for s in ("latency", "tokenizer", "zerocopy")}
-    # latency: 2 models x (cpu: 3 eager + 5 ort + 5 native, cuda: 5 + 5 + 5)
-    # tokenizer: 2 models x 3 tokenizers x 5; zerocopy: deberta x 2 variants x 5
-    assert per_study == {"latency": 2 * (13 + 15), "tokenizer": 30, "zerocopy": 10}
+    studies = ("latency", "tokenizer", "zerocopy", "compile", "gemm")
+    per_study = {s: sum(c["study"] == s for c in cells) for s in studies}
+    # latency: 2 models x (cpu: 3 eager + 3 compile + 3 fastapi + 5 ort + 5 native,
+    #   cuda: 5 + 3 + 3 + 5 + 5), replicated on 3 sets x (eager, native) x 3 cpu launches;
+    # tokenizer: 2 models x 3 tokenizers x 5; zerocopy: deberta x 2 variants x 5;
+    # compile: electra x 5 variants x 2; gemm: 2 models x 3 libraries x 3
+    assert per_study == {
+        "latency": 2 * (19 + 21) + 2 * 3 * 2 * 3,
+        "tokenizer": 30,
+        "zerocopy": 10,
+        "compile": 10,
+        "gemm": 18,
+    }
     assert cells[0]["path"] == "results/cells/latency/deberta/cpu/hf_eager/set~main60/launch~1.json"
     assert (
         "results/cells/zerocopy/deberta/cpu/native/set~main60+zero_copy~off+prealloc~off/launch~5.json"
         in {c["path"] for c in cells}
     )
     assert len({c["path"] for c in cells}) == len(cells)
+    replicated = {c["path"] for c in cells if "set~set150" in c["params"]}
+    assert "results/cells/latency/electra/cpu/native/set~set150/launch~3.json" in replicated
+    assert not any("/cuda/" in p or "/ort_python/" in p for p in replicated)
+
+
+def test_launches_are_interleaved_round_robin_in_a_seeded_order():
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    cells = [c for c in cell_table(config) if c["study"] == "latency" and c["device"] == "cpu"]
+    priority = launch_priorities(cells, seed=5)
+    order = sorted(cells, key=lambda c: -priority[c["path"]])
+    rounds = [c["launch"] for c in order]
+    assert rounds == sorted(rounds)  # every cell's launch 1 before any launch 2, and so on
+    first_round = [c["runtime"] for c in order if c["launch"] == 1]
+    # shuffled within a round: runtimes are not run in blocks
+    assert len({tuple(first_round[i : i + 3]) for i in range(len(first_round) - 2)}) > 3
+    assert launch_priorities(cells, seed=5) == priority
+    assert launch_priorities(cells, seed=6) != priority
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +106,7 @@ def test_missing_device_is_skipped(tiny_model, reference):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     record = launch(tiny_model, reference, "hf_eager", device="cuda")
-    assert record["status"] == "skipped" and "CUDA" in record["reason"]
+    assert record["status"] == "skipped" and "GPU" in record["reason"]
     assert record["metrics"] == {}
 
 

@@ -1,5 +1,6 @@
 """The smoke profile end to end on a fresh copy of the repository."""
 
+import itertools
 import shutil
 import subprocess
 import sys
@@ -40,10 +41,10 @@ def smoke_run(tmp_path_factory):
 def test_latency_table_has_real_numbers(smoke_run):
     table = pd.read_csv(smoke_run / "paper/tables/latency.csv")
     cpu = table[table.device == "cpu"]
-    assert set(cpu.runtime) == {"hf_eager", "ort_python", "native"} and set(cpu.model) == {
-        "deberta",
-        "electra",
-    }
+    headline = cpu[cpu.set == "main60"]
+    assert set(headline.runtime) == {"hf_eager", "torch_compile", "fastapi", "ort_python", "native"}
+    assert set(cpu.model) == {"deberta", "electra"}
+    assert set(cpu[cpu.set == "rep60a"].runtime) == {"hf_eager", "native"}  # the replication
     assert (cpu.launches_ok == 2).all()
     assert (cpu.p50_ms > 0).all() and (cpu.p95_ms >= cpu.p50_ms).all()
     assert (cpu.p50_ms_lo <= cpu.p50_ms).all() and (cpu.p50_ms <= cpu.p50_ms_hi).all()
@@ -73,8 +74,8 @@ def test_gpu_cells_are_recorded_as_skipped_without_a_gpu(smoke_run):
         pytest.skip("this machine has a GPU")
     table = pd.read_csv(smoke_run / "paper/tables/latency.csv")
     gpu = table[table.device == "cuda"]
-    assert len(gpu) == 6 and (gpu.launches_ok == 0).all()
-    assert gpu.note.str.contains("CUDA").all()
+    assert len(gpu) == 10 and (gpu.launches_ok == 0).all()
+    assert gpu.note.str.contains("GPU").all()
 
 
 def test_every_study_has_its_table(smoke_run):
@@ -84,6 +85,26 @@ def test_every_study_has_its_table(smoke_run):
     assert set(zerocopy.variant) == {"zero_copy~on+prealloc~on", "zero_copy~off+prealloc~off"}
     language = pd.read_csv(smoke_run / "paper/tables/language.csv")
     assert set(language.model) == {"deberta", "electra"} and (language.native > 0).all()
+    compile_ = pd.read_csv(smoke_run / "paper/tables/compile.csv")
+    assert len(compile_) == 2 and (compile_.first_call_s > 0).all() and (compile_.recompiles >= 0).all()
+    gemm = pd.read_csv(smoke_run / "paper/tables/gemm.csv")
+    assert set(gemm.runtime) == {"torch", "onnxruntime", "numpy"} and (gemm.gflops > 0).all()
+    roofline = pd.read_csv(smoke_run / "paper/tables/roofline.csv")
+    assert len(roofline) == 10 and (roofline.fraction_of_ceiling > 0).all()
+    replication = pd.read_csv(smoke_run / "paper/tables/replication.csv")
+    native = replication[(replication.candidate == "native") & (replication.baseline == "hf_eager")]
+    assert len(native) == 4 and set(native.reproduced) <= {"yes", "no"}  # 2 models x 2 metrics
+
+
+def test_launches_ran_interleaved_and_their_order_is_recorded(smoke_run):
+    launches = pd.read_csv(smoke_run / "results/tables/latency/launches.csv")
+    ran = launches[launches.status == "ok"].sort_values("order")
+    assert ran.order.is_unique
+    # round-robin: no cell starts its second launch before every cell has started its first
+    assert ran[ran.launch == 1].order.max() < ran[ran.launch == 2].order.min()
+    # seeded shuffle within a round: runtimes alternate instead of running in blocks
+    first = ran[ran.launch == 1].runtime.tolist()
+    assert sum(a != b for a, b in itertools.pairwise(first)) > len(set(first))
 
 
 def test_noop_rerun_is_quick_and_one_cell_reruns_by_name(smoke_run):

@@ -80,3 +80,38 @@ def test_summarize_and_compare_use_only_ok_launches():
     assert row.speedup == pytest.approx(21.0 / 11.0)
     assert row.verdict == "faster"
     assert len(c) == 2
+
+
+def test_launches_needed_by_hand():
+    from rmbench.stats import launches_needed
+
+    # mean 100, sd 10: n = 18 gives t(0.975, 17) * 10 / sqrt(18) = 4.973 <= 5; n = 17 gives 5.142
+    values = [90.0, 110.0, 100.0, 90.0, 110.0, 100.0]
+    values = [100 + 10 * (v - 100) / np.std(values, ddof=1) for v in values]
+    assert launches_needed(values, 0.05) == 18
+    assert launches_needed([5.0, 5.0, 5.0], 0.05) == 2
+    assert math.isnan(launches_needed([1.0], 0.05))
+
+
+def test_order_trend_and_instability_warnings():
+    from rmbench.stats import Checks, instability_warnings, order_trend_p
+
+    drifting = [100.0, 104.0, 109.0, 115.0, 121.0]
+    assert order_trend_p(drifting, [1, 2, 3, 4, 5]) < 0.05
+    assert order_trend_p(drifting, [3, 1, 5, 2, 4]) > 0.05
+    assert math.isnan(order_trend_p([1.0, 2.0], [1, 2]))
+    warnings = instability_warnings(drifting, [1, 2, 3, 4, 5], Checks(cv_warning=0.05))
+    assert len(warnings) == 2 and warnings[0].startswith("CV 8%") and "trend" in warnings[1]
+    assert instability_warnings([100.0, 101.0, 100.5], [1, 2, 3], Checks()) == []
+
+
+def test_bootstrap_speedup_interval_resamples_launches():
+    from rmbench.stats import bootstrap_speedup
+
+    lo, hi = bootstrap_speedup([10.0, 11.0, 12.0], [20.0, 22.0, 24.0], resamples=2000, seed=1)
+    assert lo < 2.0 < hi and lo >= 20 / 12 and hi <= 24 / 10  # within the extreme resample means
+    assert bootstrap_speedup([10.0, 10.0], [30.0, 30.0]) == (3.0, 3.0)
+    assert all(math.isnan(v) for v in bootstrap_speedup([10.0], [20.0, 21.0]))
+    assert bootstrap_speedup([10.0, 11.0, 12.0], [20.0, 22.0, 24.0], seed=1) == bootstrap_speedup(
+        [10.0, 11.0, 12.0], [20.0, 22.0, 24.0], seed=1
+    )

@@ -27,8 +27,19 @@ def parse_params(text: str) -> dict:
     return params
 
 
-def launch_count(runtime_cfg: dict, device: str) -> int:
-    return runtime_cfg["launches"][device]
+def study_groups(study: dict) -> list[tuple[str, list[str], list[str], dict]]:
+    """(runtime, sets, devices, launch counts) for one study: every runtime on the study's sets,
+    then the replication's runtimes on the replication's sets, devices and launch counts."""
+    groups = [
+        (runtime, study["sets"], study["devices"], cfg["launches"])
+        for runtime, cfg in study["runtimes"].items()
+    ]
+    replicate = study.get("replicate")
+    if replicate:
+        launches = {"cpu": 3, "cuda": 5} | (replicate.get("launches") or {})
+        devices = [d for d in study["devices"] if d in replicate.get("devices", study["devices"])]
+        groups += [(runtime, replicate["sets"], devices, launches) for runtime in replicate["runtimes"]]
+    return groups
 
 
 def study_cells(name: str, study: dict) -> list[dict]:
@@ -38,12 +49,12 @@ def study_cells(name: str, study: dict) -> list[dict]:
     """
     cells = []
     for model in study["models"]:
-        for device in study["devices"]:
-            for runtime, runtime_cfg in study["runtimes"].items():
-                for set_name in study["sets"]:
+        for runtime, sets, devices, launches in study_groups(study):
+            for device in devices:
+                for set_name in sets:
                     for variant in study.get("variants") or [{}]:
                         params = format_params({"set": set_name} | variant)
-                        for launch in range(1, launch_count(runtime_cfg, device) + 1):
+                        for launch in range(1, launches[device] + 1):
                             cells.append(
                                 {
                                     "study": name,
@@ -55,6 +66,27 @@ def study_cells(name: str, study: dict) -> list[dict]:
                                 }
                             )
     return cells
+
+
+def launch_priorities(cells: list[dict], seed: int) -> dict[str, int]:
+    """Scheduling priority per result path, interleaving runtimes (and variants) over time.
+
+    Round-robin: every cell's launch 1 comes before any launch 2, and within a round the cells
+    take a seeded random order, so slow drift of the machine favours no runtime. Higher runs
+    first; the order actually run is recorded in each launch's start time.
+    """
+    import random
+
+    rng = random.Random(seed)
+    rounds: dict[int, list[str]] = {}
+    for cell in cells:
+        rounds.setdefault(cell["launch"], []).append(cell["path"])
+    order = []
+    for launch in sorted(rounds):
+        paths = sorted(rounds[launch])
+        rng.shuffle(paths)
+        order += paths
+    return {path: len(order) - i for i, path in enumerate(order)}
 
 
 def cell_table(config: dict) -> list[dict]:
@@ -74,9 +106,16 @@ def check_references(config: dict) -> None:
 
     for study, cfg in config["studies"].items():
         for kind in ("sets", "models"):
-            missing = [name for name in cfg.get(kind, []) if name not in config[kind]]
+            names = cfg.get(kind, []) + (cfg.get("replicate") or {}).get(kind, [])
+            missing = [name for name in names if name not in config[kind]]
             if missing:
                 raise RmbenchError(
                     f"studies.{study}.{kind} names {', '.join(missing)}, which config '{kind}' "
                     f"does not define (defined: {', '.join(config[kind])})"
                 )
+        unknown = set((cfg.get("replicate") or {}).get("runtimes", [])) - set(cfg["runtimes"])
+        if unknown:
+            raise RmbenchError(
+                f"studies.{study}.replicate.runtimes names {', '.join(sorted(unknown))}, which "
+                f"studies.{study}.runtimes does not configure"
+            )

@@ -8,11 +8,13 @@ bug and propagates, so the job fails.
 from __future__ import annotations
 
 import contextlib
+import glob
 import signal
 import time
 
 import numpy as np
 
+from .flops import achieved_gflops
 from .runtimes import Unsupported, runtime_class
 
 STATUSES = ("ok", "oom", "timeout", "unsupported", "skipped", "mismatch")
@@ -62,7 +64,7 @@ def latency_scenario(runtime, pairs: list[tuple[str, str]], warmup_rows: int) ->
     return runtime.time_rows_alone(pairs, warmup_rows)
 
 
-SCENARIOS = {"latency": latency_scenario, "zerocopy": latency_scenario}
+SCENARIOS = {"latency": latency_scenario, "zerocopy": latency_scenario, "compile": latency_scenario}
 
 
 def run_launch(
@@ -76,6 +78,9 @@ def run_launch(
 ) -> dict:
     """Runs one launch in this process and returns its result record (without provenance)."""
     record = {"cell": cell, "settings": settings, "status": None, "reason": None, "metrics": {}}
+    if cell["device"] == "cuda" and not glob.glob("/dev/nvidia[0-9]*"):
+        # Said before any runtime imports torch or ORT: a skipped GPU cell costs little.
+        return record | {"status": "skipped", "reason": "no NVIDIA GPU on this machine (no /dev/nvidia*)"}
     cls = runtime_class(cell["runtime"])
     reason = cls.unavailable_reason(cell["device"])
     if reason:
@@ -110,6 +115,9 @@ def run_launch(
         "wall_s": time.perf_counter() - started,
         "max_abs_err": float(errors.max()),
         "tolerance": tolerance,
+        "gflops": achieved_gflops(
+            model_dir, rows, cell["model"], measured["latencies_ms"], settings["max_length"]
+        ),
         **measured,  # per-row latencies_ms and scores (and what else the runtime measured)
     }
     if errors.max() > tolerance:

@@ -275,8 +275,15 @@ def load_model(folder: str | Path, device: str = "cpu"):
     return AutoModelForSequenceClassification.from_pretrained(folder).to(device).eval()
 
 
-def encode(tokenizer, pairs: list[tuple[str, str]], tensors: str, max_length: int = MAX_LENGTH):
-    """Tokenizes (prompt, response) pairs as the model cards do: longest_first to max_length."""
+def encode(
+    tokenizer,
+    pairs: list[tuple[str, str]],
+    tensors: str,
+    max_length: int = MAX_LENGTH,
+    pad_to_multiple_of: int | None = None,
+):
+    """Tokenizes (prompt, response) pairs as the model cards do: longest_first to max_length,
+    padded to the batch's longest row (or up to a multiple of `pad_to_multiple_of`)."""
     prompts, responses = zip(*pairs)
     return tokenizer(
         list(prompts),
@@ -284,5 +291,6 @@ def encode(tokenizer, pairs: list[tuple[str, str]], tensors: str, max_length: in
         truncation=True,
         max_length=max_length,
         padding=True,
+        pad_to_multiple_of=pad_to_multiple_of,
         return_tensors=tensors,
     )

@@ -1,7 +1,9 @@
 """Statistics across launches: each launch contributes one value per metric (its p50, its p95).
 
 Across launches: mean and 95% t-interval; Welch's t-test between two cells; a difference is
-real only when the two intervals do not overlap (the study's rule).
+real only when the two intervals do not overlap (the study's rule). Beside them: a bootstrap
+interval for speed-ups (resampling launches), and warnings for cells whose launches vary too
+much or drift with the order they ran in, with the launch count their variance would need.
 """
 
 from __future__ import annotations
@@ -15,6 +17,17 @@ import pandas as pd
 from scipy import stats as sps
 
 CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Checks:
+    """Thresholds of the instability warnings (config `stats`)."""
+
+    cv_warning: float = 0.10  # launch-to-launch coefficient of variation above this is flagged
+    trend_p: float = 0.05  # a rank correlation with launch order below this p is flagged
+    half_width: float = 0.05  # target CI half-width (relative) for the launches-needed estimate
+    bootstrap: int = 10000  # resamples of the bootstrap speed-up interval
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -78,9 +91,61 @@ def coefficient_of_variation(values) -> float:
     return float(x.std(ddof=1) / x.mean())
 
 
-def summarize(launches: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd.DataFrame:
+def launches_needed(
+    values, half_width: float = 0.05, confidence: float = CONFIDENCE, limit: int = 1000
+) -> float:
+    """Launches whose t-interval would reach a half-width of `half_width` x mean, at the observed
+    spread (NaN with fewer than 2 values; `limit` + 1 when even `limit` would not)."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2 or x.mean() == 0:
+        return math.nan
+    sd, target = float(x.std(ddof=1)), half_width * abs(float(x.mean()))
+    for n in range(2, limit + 1):
+        if float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n) <= target:
+            return float(n)
+    return float(limit + 1)
+
+
+def order_trend_p(values, order) -> float:
+    """p-value of Spearman's rank correlation between values and the order launches ran in: a
+    small p means the machine drifted during the cell (NaN with fewer than 3 launches)."""
+    x, o = np.asarray(values, dtype=float), np.asarray(order, dtype=float)
+    keep = ~np.isnan(o)
+    if keep.sum() < 3 or np.unique(x[keep]).size < 2:
+        return math.nan
+    return float(sps.spearmanr(x[keep], o[keep]).pvalue)
+
+
+def bootstrap_speedup(candidate, baseline, resamples: int = 10000, seed: int = 0) -> tuple[float, float]:
+    """Percentile interval of mean(baseline) / mean(candidate), resampling each side's launches."""
+    c, b = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
+    if len(c) < 2 or len(b) < 2:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    c_means = rng.choice(c, (resamples, len(c))).mean(axis=1)
+    b_means = rng.choice(b, (resamples, len(b))).mean(axis=1)
+    ratios = b_means / c_means
+    alpha = (1 - CONFIDENCE) / 2
+    return float(np.quantile(ratios, alpha)), float(np.quantile(ratios, 1 - alpha))
+
+
+def instability_warnings(values, order, checks: Checks) -> list[str]:
+    warnings = []
+    cv = coefficient_of_variation(values)
+    if not math.isnan(cv) and cv > checks.cv_warning:
+        warnings.append(f"CV {100 * cv:.0f}% > {100 * checks.cv_warning:.0f}%")
+    p = order_trend_p(values, order)
+    if not math.isnan(p) and p < checks.trend_p:
+        warnings.append(f"trend with launch order (Spearman p={p:.2g})")
+    return warnings
+
+
+def summarize(
+    launches: pd.DataFrame, keys: list[str], metrics: list[str], checks: Checks = Checks()
+) -> pd.DataFrame:
     """One row per cell: launch counts by status and, over the ok launches, each metric's
-    mean, CI bounds and coefficient of variation."""
+    mean, CI bounds, coefficient of variation and the launches a 5% half-width would need; and
+    the cell's instability warnings on its first metric."""
     rows = []
     for key, group in launches.groupby(keys, sort=True, dropna=False):
         ok = group[group["status"] == "ok"]
@@ -96,14 +161,19 @@ def summarize(launches: pd.DataFrame, keys: list[str], metrics: list[str]) -> pd
                 f"{metric}_lo": iv.lo,
                 f"{metric}_hi": iv.hi,
                 f"{metric}_cv": coefficient_of_variation(ok[metric]),
+                f"{metric}_launches_needed": launches_needed(ok[metric], checks.half_width),
             }
+        order = ok["order"] if "order" in ok else pd.Series(np.nan, index=ok.index)
+        row["warning"] = "; ".join(instability_warnings(ok[metrics[0]], order, checks))
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def compare_latency(launches: pd.DataFrame, keys: list[str], between: str, metric: str) -> pd.DataFrame:
+def compare_latency(
+    launches: pd.DataFrame, keys: list[str], between: str, metric: str, checks: Checks = Checks()
+) -> pd.DataFrame:
     """Every pair of values of `between` (e.g. runtimes) within each group of `keys`: speed-up,
-    conservative speed-up, Welch p and verdict of the first against the second."""
+    conservative speed-up, bootstrap interval, Welch p and verdict of the first against the second."""
     rows = []
     ok = launches[launches["status"] == "ok"]
     for key, group in ok.groupby(keys, sort=True):
@@ -112,6 +182,9 @@ def compare_latency(launches: pd.DataFrame, keys: list[str], between: str, metri
             for cand, base in ((a, b), (b, a)):
                 ci_c, ci_b = t_interval(values[cand]), t_interval(values[base])
                 point, conservative = speedup(ci_c, ci_b)
+                boot_lo, boot_hi = bootstrap_speedup(
+                    values[cand], values[base], checks.bootstrap, checks.seed
+                )
                 rows.append(
                     dict(zip(keys, key if isinstance(key, tuple) else (key,)))
                     | {
@@ -122,6 +195,8 @@ def compare_latency(launches: pd.DataFrame, keys: list[str], between: str, metri
                         "baseline_mean": ci_b.mean,
                         "speedup": point,
                         "speedup_conservative": conservative,
+                        "speedup_boot_lo": boot_lo,
+                        "speedup_boot_hi": boot_hi,
                         "welch_p": welch_p(values[cand], values[base]),
                         "verdict": latency_verdict(ci_c, ci_b),
                         "n_candidate": ci_c.n,

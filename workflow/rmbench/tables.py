@@ -17,13 +17,24 @@ CELL_KEYS = ["study", "model", "device", "runtime", "params", "launch"]
 
 # What each study compares: launches of different `between` values within a model x device x
 # set (x variant) group, on these per-launch metrics (lower is better; the first one decides
-# speed-ups and verdicts).
+# speed-ups and verdicts). Metrics named in `report_only` (higher is better) get intervals but no
+# comparisons.
 STUDIES = {
-    "latency": {"between": "runtime", "metrics": ["p50_ms", "p95_ms"], "unit": "ms"},
-    "tokenizer": {"between": "runtime", "metrics": ["mean_us", "p50_us"], "unit": "us"},
-    "zerocopy": {"between": "variant", "metrics": ["p50_ms", "p95_ms"], "unit": "ms"},
+    "latency": {"between": "runtime", "metrics": ["p50_ms", "p95_ms"]},
+    "tokenizer": {"between": "runtime", "metrics": ["mean_us", "p50_us"]},
+    "zerocopy": {"between": "variant", "metrics": ["p50_ms", "p95_ms"]},
+    "compile": {
+        "between": "variant",
+        "metrics": ["p50_ms", "p95_ms", "first_call_s", "recompiles", "miss_max_ms"],
+    },
+    "gemm": {"between": "runtime", "metrics": ["layer_ms", "gflops"], "report_only": ["gflops"]},
 }
 GROUP_KEYS = ["model", "device", "set", "variant", "runtime"]
+
+
+def compared_metrics(study: str) -> list[str]:
+    layout = STUDIES[study]
+    return [m for m in layout["metrics"] if m not in layout.get("report_only", [])]
 
 
 def group_keys(study: str) -> list[str]:
@@ -39,6 +50,7 @@ def launch_row(record: dict) -> dict:
     row |= {"status": record["status"], "reason": record.get("reason") or ""}
     row |= {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     row |= {
+        "started_at": record.get("started_at"),
         "threads": record["settings"]["threads"],
         "device_name": prov.get("device_name"),
         "cpu": prov.get("cpu"),
@@ -48,8 +60,10 @@ def launch_row(record: dict) -> dict:
 
 
 def launch_table(paths: list[str | Path]) -> pd.DataFrame:
-    """One row per launch file (any status)."""
-    return pd.DataFrame([launch_row(json.loads(Path(p).read_text())) for p in paths])
+    """One row per launch file (any status), with `order`: the position it ran in (1 = first)."""
+    table = pd.DataFrame([launch_row(json.loads(Path(p).read_text())) for p in paths])
+    table["order"] = table["started_at"].rank(method="first").astype("Int64")
+    return table
 
 
 def fmt_ci(mean: float, lo: float, hi: float, digits: int = 1) -> str:
@@ -73,13 +87,23 @@ def study_table(summary: pd.DataFrame, comparisons: pd.DataFrame, study: str, ba
         row = {k: s[k] for k in [*keys, between, "launches_ok", "launches"]}
         for m in layout["metrics"]:
             row |= {m: s[m], f"{m}_lo": s[f"{m}_lo"], f"{m}_hi": s[f"{m}_hi"], f"{m}_cv": s[f"{m}_cv"]}
-        row["note"] = s["reasons"] if s["launches_ok"] == 0 else ""
+        row["launches_needed"] = s.get(f"{first}_launches_needed", math.nan)
+        row["warning"] = s.get("warning", "")
+        # Launches left out of the statistics (mismatch, oom, timeout ...) are listed, never hidden.
+        if s["launches_ok"] == 0:
+            row["note"] = s["reasons"]
+        elif s["launches_ok"] < s["launches"]:
+            row["note"] = f"left out: {s['statuses']} ({s['reasons']})"
+        else:
+            row["note"] = ""
         key = (*[s[k] for k in keys], s[between])
         if key in vs.index:
             c = vs.loc[key]
             row |= {
                 "speedup": c["speedup"],
                 "speedup_conservative": c["speedup_conservative"],
+                "speedup_boot_lo": c.get("speedup_boot_lo", math.nan),
+                "speedup_boot_hi": c.get("speedup_boot_hi", math.nan),
                 "welch_p": c["welch_p"],
                 "verdict": c["verdict"],
             }
@@ -101,28 +125,36 @@ def _latex_escape(text: str) -> str:
     return text
 
 
+def booktabs(colspec: str, head: list[str], body: list[list[str]], caption: str, label: str) -> str:
+    """A LaTeX table float: header and body cells already in LaTeX."""
+    lines = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{{colspec}}}", r"\toprule"]
+    lines += [" & ".join(head) + r" \\", r"\midrule"]
+    lines += [" & ".join(cells) + r" \\" for cells in body]
+    lines += [
+        r"\bottomrule",
+        r"\end{tabular}",
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label}}}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, label: str) -> str:
     """A booktabs table: each metric with its 95% CI, speed-up and verdict against the baseline."""
     layout = STUDIES[study]
-    between, metrics, unit = layout["between"], layout["metrics"], layout["unit"]
+    between, metrics = layout["between"], layout["metrics"]
     keys = [k for k in group_keys(study) if table[k].nunique() > 1 or k in ("model", "device")]
     head = [k.capitalize() for k in keys] + [between.capitalize(), "Launches"]
-    head += [_latex_escape(f"{m.split('_')[0]} {unit}") + r" [95\% CI]" for m in metrics]
+    head += [_latex_escape(m.replace("_", " ")) + r" [95\% CI]" for m in metrics]
     head += ["Speed-up (cons.)", "Verdict"]
-    lines = [
-        r"\begin{table}[t]",
-        r"\centering",
-        r"\small",
-        r"\begin{tabular}{" + "l" * (len(keys) + 1) + "r" + "l" * (len(metrics) + 2) + "}",
-        r"\toprule",
-        " & ".join(head) + r" \\",
-        r"\midrule",
-    ]
+    body = []
     for _, r in table.iterrows():
-        label = str(r[between]).replace("~", "=").replace("+", ", ")  # zero_copy~off+prealloc~off
+        name = str(r[between]).replace("~", "=").replace("+", ", ")  # zero_copy~off+prealloc~off
+        unstable = isinstance(r.get("warning"), str) and r["warning"] != ""
         cells = [_latex_escape(str(r[k])) for k in keys] + [
-            _latex_escape(label),
-            f"{r['launches_ok']}/{r['launches']}",
+            _latex_escape(name),
+            f"{r['launches_ok']}/{r['launches']}" + (r"$^\dagger$" if unstable else ""),
         ]
         if r["launches_ok"] == 0:
             cells.append(
@@ -142,15 +174,14 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
                 cells.append(_latex_escape(r["verdict"]))
             else:
                 cells += ["--", "--"]
-        lines.append(" & ".join(cells) + r" \\")
-    lines += [
-        r"\bottomrule",
-        r"\end{tabular}",
-        rf"\caption{{{caption}}}",
-        rf"\label{{{label}}}",
-        r"\end{table}",
-    ]
-    return "\n".join(lines) + "\n"
+        body.append(cells)
+    colspec = "l" * (len(keys) + 1) + "r" + "l" * (len(metrics) + 2)
+    if "warning" in table and table["warning"].fillna("").ne("").any():
+        caption += (
+            r" $^\dagger$: unstable cell (launch-to-launch variation above the threshold or a trend with "
+            r"launch order); the CSV gives the warning and the launches the configured CI half-width would need."
+        )
+    return booktabs(colspec, head, body, caption, label)
 
 
 def language_table(comparisons: pd.DataFrame) -> pd.DataFrame:
@@ -177,36 +208,25 @@ def language_table(comparisons: pd.DataFrame) -> pd.DataFrame:
 
 
 def language_latex(table: pd.DataFrame, caption: str) -> str:
-    lines = [
-        r"\begin{table}[t]",
-        r"\centering",
-        r"\small",
-        r"\begin{tabular}{lllrrrrl}",
-        r"\toprule",
-        r"Model & Device & Metric & Native ms & ORT-Python ms & Difference & Welch $p$ & Verdict \\",
-        r"\midrule",
+    head = ["Model", "Device", "Metric", "Native ms", "ORT-Python ms", "Difference", "Welch $p$", "Verdict"]
+    body = [
+        [
+            r["model"],
+            r["device"],
+            _latex_escape(r["metric"]),
+            f"{r['native']:.1f}",
+            f"{r['ort_python']:.1f}",
+            f"{r['difference_pct']:+.1f}\\%",
+            f"{r['welch_p']:.3g}",
+            r["verdict"],
+        ]
+        for _, r in table.iterrows()
     ]
-    for _, r in table.iterrows():
-        lines.append(
-            " & ".join(
-                [
-                    r["model"],
-                    r["device"],
-                    _latex_escape(r["metric"]),
-                    f"{r['native']:.1f}",
-                    f"{r['ort_python']:.1f}",
-                    f"{r['difference_pct']:+.1f}\\%",
-                    f"{r['welch_p']:.3g}",
-                    r["verdict"],
-                ]
-            )
-            + r" \\"
-        )
-    lines += [
-        r"\bottomrule",
-        r"\end{tabular}",
-        rf"\caption{{{caption}}}",
-        r"\label{tab:language}",
-        r"\end{table}",
-    ]
-    return "\n".join(lines) + "\n"
+    return booktabs("lllrrrrl", head, body, caption, "tab:language")
+
+
+def simple_latex(table: pd.DataFrame, columns: dict, caption: str, label: str) -> str:
+    """A booktabs table of `columns` ({column: header}), values formatted as they are."""
+    head = [_latex_escape(h) for h in columns.values()]
+    body = [[_latex_escape(str(r[c])) for c in columns] for _, r in table.iterrows()]
+    return booktabs("l" * len(columns), head, body, caption, label)

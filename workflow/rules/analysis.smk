@@ -24,6 +24,8 @@ rule study_stats:
         "results/logs/tables/{study}_stats.log",
     conda:
         "../../envs/analysis.yaml"
+    params:
+        checks=config["stats"],
     script:
         "../scripts/study_stats.py"
 
@@ -74,3 +76,37 @@ rule latency_figure:
         set=config["studies"]["latency"]["sets"][0],
     script:
         "../scripts/latency_figure.py"
+
+
+rule replication_table:
+    input:
+        "results/tables/latency/comparisons.csv",
+    output:
+        tex="paper/tables/replication.tex",
+        csv="paper/tables/replication.csv",
+    log:
+        "results/logs/paper/replication_table.log",
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        headline_set=config["studies"]["latency"]["sets"][0],
+        baseline=study_baseline("latency"),
+    script:
+        "../scripts/replication_table.py"
+
+
+rule roofline_table:
+    input:
+        launches="results/tables/latency/launches.csv",
+        gemm="results/tables/gemm/summary.csv",
+    output:
+        tex="paper/tables/roofline.tex",
+        csv="paper/tables/roofline.csv",
+    log:
+        "results/logs/paper/roofline_table.log",
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        headline_set=config["studies"]["latency"]["sets"][0],
+    script:
+        "../scripts/roofline_table.py"

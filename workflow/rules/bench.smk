@@ -8,21 +8,14 @@ rule cell:
         CELL_PATH,
     log:
         "results/logs/cells/{study}/{model}/{device}/{runtime}/{params}/launch~{launch}.log",
+    # Launches of different runtimes take turns, in a seeded order (config launch.order_seed).
+    priority: launch_priority
     conda:
         "../../envs/bench.yaml"
     # Every core: a measurement never shares the machine with another job.
     threads: workflow.cores
     params:
-        settings=lambda wildcards: {
-            "threads": threads(),
-            "warmup_rows": config["launch"]["warmup_rows"],
-            "timeout_s": config["launch"]["timeout_s"],
-            "max_length": config["data"]["max_length"],
-            "tolerance": config["parity"][
-                "gpu_tolerance" if wildcards.device == "cuda" else "tolerance"
-            ],
-            "repeat": config["studies"][wildcards.study].get("repeat", 1),
-        },
+        settings=cell_settings,
         repo=workflow.basedir,
     script:
         "../scripts/run_cell.py"

@@ -9,13 +9,24 @@ from snakemake.utils import validate
 # The rules use the rmbench package too (scripts import it through scripts/_bootstrap.py).
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from rmbench.cells import CELL_PATH, cell_table, check_references, format_params, parse_params
+from rmbench.cells import (
+    CELL_PATH,
+    cell_table,
+    check_references,
+    format_params,
+    launch_priorities,
+    parse_params,
+)
 from rmbench.tables import STUDIES
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 check_references(config)
 
 CELLS = cell_table(config)
+PRIORITIES = launch_priorities(CELLS, config["launch"]["order_seed"])
+# Data, models, exports, builds and gates run before any launch, so that every runtime's
+# launches become ready together and can take turns.
+SETUP_PRIORITY = len(PRIORITIES) + 1
 NATIVE_SOURCES = sorted(
     str(p)
     for p in Path(workflow.basedir, "native").rglob("*")
@@ -53,6 +64,16 @@ STUDY_CAPTIONS = {
         "launch's per-pair mean and median, 95\\% t-interval in brackets; speed-up against the "
         "Hugging Face fast tokenizer."
     ),
+    "compile": (
+        "torch.compile on shape-cache misses: per variant (dynamic setting, padding bucket, Inductor "
+        "cache warm or cold), per-row latency p50 and p95, the first call's time in seconds and the "
+        "recompiles over the set; mean over launches, 95\\% t-interval in brackets."
+    ),
+    "gemm": (
+        "The fp32 GEMM ceiling: one encoder layer's six matmuls (Q, K, V, output, FFN up and down) "
+        "at the configured rows, per library, at the study's thread count; milliseconds per layer "
+        "and GFLOP/s, mean over launches, 95\\% t-interval in brackets."
+    ),
     "zerocopy": (
         "Zero-copy inputs and preallocated buffers on vs off in the native engine: per-row latency, "
         "mean over launches of per-launch p50 and p95, 95\\% t-interval in brackets."
@@ -84,6 +105,9 @@ def study_outputs():
         outputs.append("paper/figures/latency.pdf")
         if {"native", "ort_python"} <= set(config["studies"]["latency"]["runtimes"]):
             outputs.append("paper/tables/language.tex")
+        outputs.append("paper/tables/replication.tex")
+        if "gemm" in enabled_studies():
+            outputs.append("paper/tables/roofline.tex")
     return outputs
 
 
@@ -108,10 +132,10 @@ def tokenizer_inputs(wildcards):
 
 def cell_inputs(wildcards):
     set_name = parse_params(wildcards.params)["set"]
-    inputs = {
-        "model": f"results/models/{wildcards.model}",
-        "rows": f"results/data/{set_name}.jsonl",
-    }
+    inputs = {"model": f"results/models/{wildcards.model}"}
+    if wildcards.study == "gemm":  # shapes from the model's config; no rows
+        return inputs
+    inputs["rows"] = f"results/data/{set_name}.jsonl"
     if wildcards.runtime == "native":
         inputs["binary"] = "results/native/bin/rmscore"
         inputs["native_parity"] = f"results/correctness/{wildcards.model}_native.json"
@@ -124,6 +148,33 @@ def cell_inputs(wildcards):
             "reference": f"results/reference/{wildcards.model}/{set_name}.json",
         }
     return inputs
+
+
+def launch_priority(wildcards):
+    """Interleaves launches across runtimes (see rmbench.cells.launch_priorities)."""
+    return PRIORITIES.get(CELL_PATH.format(**wildcards), 0)
+
+
+def cell_settings(wildcards):
+    """What a launch needs besides its inputs; keys appear only where a study uses them."""
+    study = config["studies"][wildcards.study]
+    settings = {
+        "threads": threads(),
+        "warmup_rows": config["launch"]["warmup_rows"],
+        "timeout_s": config["launch"]["timeout_s"],
+        "max_length": config["data"]["max_length"],
+        "tolerance": config["parity"][
+            "gpu_tolerance" if wildcards.device == "cuda" else "tolerance"
+        ],
+        "repeat": study.get("repeat", 1),
+    }
+    options = study["runtimes"][wildcards.runtime].get("options")
+    if options:
+        settings["options"] = options
+    for key in ("rows", "tokens"):
+        if key in study:
+            settings[key] = study[key]
+    return settings
 
 
 def study_cells(wildcards):

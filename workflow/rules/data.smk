@@ -8,6 +8,7 @@ rule source_split:
         "results/logs/data/source_{source}.log",
     wildcard_constraints:
         source="synthetic|hub",
+    priority: SETUP_PRIORITY
     conda:
         "../../envs/bench.yaml"
     params:
@@ -24,6 +25,7 @@ rule sample_set:
         "results/data/{set}.jsonl",
     log:
         "results/logs/data/{set}.log",
+    priority: SETUP_PRIORITY
     conda:
         "../../envs/bench.yaml"
     params:

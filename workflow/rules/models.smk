@@ -6,6 +6,7 @@ rule train_sentencepiece:
         "results/tokenizers/spm/{model}.model",
     log:
         "results/logs/tokenizers/spm_{model}.log",
+    priority: SETUP_PRIORITY
     conda:
         "../../envs/bench.yaml"
     params:
@@ -22,6 +23,7 @@ rule tokenizer:
         directory("results/tokenizers/{model}"),
     log:
         "results/logs/tokenizers/{model}.log",
+    priority: SETUP_PRIORITY
     conda:
         "../../envs/bench.yaml"
     params:
@@ -37,6 +39,7 @@ rule model:
         directory("results/models/{model}"),
     log:
         "results/logs/models/{model}.log",
+    priority: SETUP_PRIORITY
     conda:
         "../../envs/bench.yaml"
     resources:
@@ -54,6 +57,7 @@ rule export_onnx:
         "results/onnx/{model}/model.onnx",
     log:
         "results/logs/onnx/{model}.log",
+    priority: SETUP_PRIORITY
     conda:
         "../../envs/bench.yaml"
     resources:
@@ -72,6 +76,7 @@ rule reference_scores:
         "results/reference/{model}/{set}.json",
     log:
         "results/logs/reference/{model}_{set}.log",
+    priority: SETUP_PRIORITY
     conda:
         "../../envs/bench.yaml"
     threads: threads()
@@ -91,6 +96,7 @@ rule parity:
         "results/correctness/{model}.json",
     log:
         "results/logs/correctness/{model}.log",
+    priority: SETUP_PRIORITY
     conda:
         "../../envs/bench.yaml"
     threads: threads()

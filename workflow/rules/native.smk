@@ -9,6 +9,7 @@ rule native_build:
         "results/native/bin/rmscore",
     log:
         "results/logs/native/build.log",
+    priority: SETUP_PRIORITY
     conda:
         "../../envs/native.yaml"
     threads: workflow.cores
@@ -33,6 +34,7 @@ rule native_parity:
         "results/correctness/{model}_native.json",
     log:
         "results/logs/correctness/{model}_native.log",
+    priority: SETUP_PRIORITY
     conda:
         "../../envs/bench.yaml"
     params:

@@ -1,6 +1,8 @@
 """One launch of one cell, in this fresh process; writes its result record."""
 
 import os
+import time
+from pathlib import Path
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 
@@ -8,12 +10,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one pair at a time: 
 
 from rmbench.cells import parse_params
 from rmbench.data import load_set
+from rmbench.gemm_bench import run_gemm_launch
 from rmbench.glue import logged, read_json, write_json
 from rmbench.launch import run_launch
 from rmbench.provenance import provenance
 from rmbench.tokenizer_bench import run_tokenizer_launch
 
 with logged(snakemake.log[0]):
+    started_at = time.time()  # the order launches actually ran in (see launch.order_seed)
     w = snakemake.wildcards
     cell = {
         "study": w.study,
@@ -23,19 +27,30 @@ with logged(snakemake.log[0]):
         "params": w.params,
         "launch": int(w.launch),
     }
-    rows = load_set(snakemake.input.rows)
     settings = dict(snakemake.params.settings)
     binary = snakemake.input.get("binary")
-    if w.study == "tokenizer":
+    if w.study == "gemm":
+        record = run_gemm_launch(cell, snakemake.input.model, settings)
+    elif w.study == "tokenizer":
+        rows = load_set(snakemake.input.rows)
         record = run_tokenizer_launch(cell, rows, snakemake.input.model, binary, settings)
     else:
+        rows = load_set(snakemake.input.rows)
         reference = read_json(snakemake.input.reference)
         if reference["ids"] != [r["id"] for r in rows]:
             raise RuntimeError(f"{snakemake.input.reference} does not match {snakemake.input.rows}")
-        options = parse_params(w.params) | {"binary": binary}
+        scores = reference["scores"]
+        if "rows" in settings:  # a study that scores only the first rows of its set
+            rows, scores = rows[: settings["rows"]], scores[: settings["rows"]]
+        options = settings.get("options", {}) | parse_params(w.params)
+        options |= {
+            "binary": binary,
+            "cache_root": str(Path(snakemake.params.repo, "results/inductor-cache")),
+        }
         record = run_launch(
-            cell, rows, reference["scores"], snakemake.input.model, snakemake.input.onnx, settings, options
+            cell, rows, scores, snakemake.input.model, snakemake.input.onnx, settings, options
         )
+    record["started_at"] = started_at
     record["provenance"] = provenance(snakemake.params.repo, w.device)
     write_json(record, snakemake.output[0])
     print(f"{snakemake.output[0]}: {record['status']} {record['reason'] or ''}")

@@ -3,17 +3,19 @@
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 import pandas as pd
 from rmbench.glue import logged
-from rmbench.stats import compare_latency, summarize
-from rmbench.tables import STUDIES, group_keys
+from rmbench.stats import Checks, compare_latency, summarize
+from rmbench.tables import STUDIES, compared_metrics, group_keys
 
 with logged(snakemake.log[0]):
     study = snakemake.wildcards.study
     layout, keys = STUDIES[study], group_keys(study)
     launches = pd.read_csv(snakemake.input[0], keep_default_na=False, na_values=[""])
     launches["reason"] = launches["reason"].fillna("")
-    summary = summarize(launches, [*keys, layout["between"]], layout["metrics"])
+    checks = Checks(**snakemake.params.checks)
+    summary = summarize(launches, [*keys, layout["between"]], layout["metrics"], checks)
     summary.to_csv(snakemake.output.summary, index=False)
     comparisons = pd.concat(
-        [compare_latency(launches, keys, layout["between"], m) for m in layout["metrics"]], ignore_index=True
+        [compare_latency(launches, keys, layout["between"], m, checks) for m in compared_metrics(study)],
+        ignore_index=True,
     )
     comparisons.to_csv(snakemake.output.comparisons, index=False)

@@ -11,6 +11,8 @@ from .base import Runtime, Unsupported
 
 RUNTIMES = {
     "hf_eager": "rmbench.runtimes.hf_eager:HFEagerRuntime",
+    "torch_compile": "rmbench.runtimes.torch_compile:TorchCompileRuntime",
+    "fastapi": "rmbench.runtimes.fastapi_service:FastAPIRuntime",
     "ort_python": "rmbench.runtimes.ort_python:OrtPythonRuntime",
     "native": "rmbench.runtimes.native:NativeRuntime",
 }

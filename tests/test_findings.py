@@ -1,0 +1,108 @@
+"""Derived findings on small fixed inputs: FLOP counts, replication flags and the roofline."""
+
+import math
+
+import pandas as pd
+import pytest
+from rmbench.flops import encoder_flops
+from rmbench.replication import replication_table
+from rmbench.roofline import roofline_table
+
+BERT = {"hidden_size": 4, "intermediate_size": 8, "num_hidden_layers": 2}
+
+
+def test_encoder_flops_by_hand():
+    # per layer: projections 4*2*10*4*4 = 1280, FFN 2*2*10*4*8 = 1280, attention 2*2*10*10*4 = 1600
+    assert encoder_flops(BERT, 10) == 2 * (1280 + 1280 + 1600)
+    deberta = BERT | {"relative_attention": True, "position_buckets": 256, "pos_att_type": ["p2c", "c2p"]}
+    # plus c2p and p2c scores: 2 * (2*10*512*4)
+    assert encoder_flops(deberta, 10) == 2 * (4160 + 2 * 40960)
+
+
+def comparison(model, set_name, verdict, speedup=2.0, candidate="native"):
+    return {
+        "model": model,
+        "device": "cpu",
+        "set": set_name,
+        "metric": "p50_ms",
+        "candidate": candidate,
+        "baseline": "hf_eager",
+        "verdict": verdict,
+        "speedup": speedup,
+        "n_candidate": 5,
+        "n_baseline": 3,
+    }
+
+
+def test_a_flipped_verdict_is_flagged_with_who_disagreed():
+    comparisons = pd.DataFrame(
+        [
+            comparison("deberta", "main60", "faster"),
+            comparison("deberta", "rep60a", "faster"),
+            comparison("deberta", "set150", "not distinguishable", 1.1),
+            comparison("electra", "main60", "faster"),
+            comparison("electra", "rep60a", "faster"),
+            comparison("electra", "main60", "slower", 0.8, candidate="ort_python"),
+        ]
+    )
+    table = replication_table(comparisons, "main60").set_index(["model", "candidate"])
+    deberta = table.loc[("deberta", "native")]
+    assert deberta["reproduced"] == "no" and deberta["disagreeing"] == "set150"
+    assert "set150: not distinguishable (1.10x, 5+3 launches)" in deberta["replications"]
+    electra = table.loc[("electra", "native")]
+    assert electra["reproduced"] == "yes" and electra["checked_on"] == 2  # rep60a and deberta
+    assert table.loc[("electra", "ort_python")]["reproduced"] == "not checked"
+
+
+def test_roofline_compares_the_mean_achieved_rate_with_the_best_library():
+    launches = pd.DataFrame(
+        {
+            "model": ["m"] * 3,
+            "runtime": ["native", "native", "hf_eager"],
+            "set": ["main60"] * 3,
+            "device": ["cpu"] * 3,
+            "status": ["ok", "ok", "ok"],
+            "gflops": [10.0, 12.0, 5.0],
+            "threads": [2, 2, 2],
+        }
+    )
+    gemm = pd.DataFrame(
+        {
+            "model": ["m", "m"],
+            "runtime": ["torch", "onnxruntime"],
+            "launches_ok": [3, 3],
+            "gflops": [20.0, 40.0],
+        }
+    )
+    table = roofline_table(launches, gemm, "main60").set_index("runtime")
+    assert table.loc["native", "ceiling_library"] == "onnxruntime"
+    assert table.loc["native", "fraction_of_ceiling"] == pytest.approx(11 / 40)
+    assert table.loc["native", "achieved_lo"] < 11 < table.loc["native", "achieved_hi"]
+    assert math.isnan(table.loc["hf_eager", "achieved_lo"])  # one launch: no interval
+
+
+@pytest.mark.parametrize("library", ["torch", "onnxruntime", "numpy"])
+def test_gemm_launch_times_every_layer_matmul(tiny_model, library):
+    from rmbench.gemm_bench import run_gemm_launch
+
+    cell = {
+        "study": "gemm",
+        "model": "tiny",
+        "device": "cpu",
+        "runtime": library,
+        "params": "set~t",
+        "launch": 1,
+    }
+    record = run_gemm_launch(cell, tiny_model["model"], {"threads": 1, "tokens": 16})
+    m = record["metrics"]
+    assert record["status"] == "ok" and set(m["shapes"]) == {
+        "query",
+        "key",
+        "value",
+        "attention_output",
+        "ffn_up",
+        "ffn_down",
+    }
+    assert m["shapes"]["ffn_up"]["k"] == 32 and m["shapes"]["ffn_up"]["n"] == 64  # the tiny model's H, I
+    flops = 2 * 16 * (4 * 32 * 32 + 2 * 32 * 64)
+    assert m["gflops"] == pytest.approx(flops / m["layer_ms"] / 1e6)

@@ -1,0 +1,169 @@
+"""torch.compile and the FastAPI service on a tiny real model: scores, what they record, and a
+service that validates its input, survives bad clients and never outlives its launch."""
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from rmbench.export import reference_scores
+from rmbench.launch import run_launch
+from rmbench.models import encode, load_tokenizer
+from rmbench.runtimes.fastapi_service import FastAPIRuntime, ServiceError
+from rmbench.service import STOPPED
+
+SETTINGS = {"threads": 1, "warmup_rows": 1, "timeout_s": 900, "max_length": 512, "tolerance": 1e-4}
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_model):
+    return reference_scores(tiny_model["model"], tiny_model["rows"], threads=1)
+
+
+def launch(tiny_model, reference, runtime, rows=None, **options):
+    rows = rows or len(tiny_model["rows"])
+    cell = {
+        "study": "latency",
+        "model": "tiny",
+        "device": "cpu",
+        "runtime": runtime,
+        "params": "set~t",
+        "launch": 1,
+    }
+    return run_launch(
+        cell, tiny_model["rows"][:rows], reference[:rows], tiny_model["model"], None, SETTINGS, options
+    )
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie nobody has reaped yet counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_torch_compile_records_recompiles_and_a_warm_cache(tiny_model, reference, tmp_path):
+    tokenizer = load_tokenizer(tiny_model["model"])
+    lengths = {
+        len(encode(tokenizer, [(r["prompt"], r["response"])], "np")["input_ids"][0])
+        for r in tiny_model["rows"][:3]
+    }
+    assert len(lengths) == 3  # three distinct lengths: dynamic=false must compile for each
+    options = {"dynamic": "false", "bucket": "0", "cache": "warm", "cache_root": str(tmp_path)}
+    cold = launch(tiny_model, reference, "torch_compile", rows=3, **options)
+    assert cold["status"] == "ok", cold["reason"]
+    m = cold["metrics"]
+    assert m["cache_warm"] == 0 and m["first_call_s"] > 0 and m["graph_breaks"] == 0
+    # the warm-up row compiled once; timed row 1 repeats its length, rows 2 and 3 are new
+    assert m["compiles"] == 3 and m["recompiles"] == 2 and m["miss_rows"] == 2
+    assert m["row_compiled"] == [0, 1, 1] and m["fxgraph_cache_misses"] >= 3
+    warm = launch(tiny_model, reference, "torch_compile", rows=3, **options)
+    assert warm["metrics"]["cache_warm"] == 1 and warm["metrics"]["fxgraph_cache_hits"] >= 1
+    assert warm["runtime"]["cache_dir"].startswith(str(tmp_path))
+
+
+def test_torch_compile_bucketing_pads_and_keeps_scores(tiny_model, reference):
+    record = launch(
+        tiny_model, reference, "torch_compile", rows=4, dynamic="false", bucket="512", cache="cold"
+    )
+    assert record["status"] == "ok", record["reason"]  # padding to 512 leaves every score as it was
+    assert record["metrics"]["compiles"] == 1  # one length reaches the compiler
+    assert record["runtime"]["bucket"] == 512
+
+
+def test_fastapi_launch_scores_and_leaves_no_server(tiny_model, reference):
+    record = launch(tiny_model, reference, "fastapi")
+    assert record["status"] == "ok", record["reason"]
+    m = record["metrics"]
+    assert 0 < m["server_p50_ms"] < m["p50_ms"] and m["overhead_p50_ms"] > 0
+    assert record["runtime"]["server_runtime"]["name"] == "hf_eager"
+    assert not alive(record["runtime"]["server_pid"])
+
+
+def test_a_service_that_cannot_start_fails_the_launch_and_is_gone(tiny_model, reference, tmp_path):
+    missing = tmp_path / "no-model"
+    runtime = FastAPIRuntime(missing, None, "cpu", 1, 512)
+    with pytest.raises(ServiceError, match="exited with code"):
+        runtime.load()
+    runtime.close()
+    assert runtime.server.poll() is not None
+
+
+@pytest.fixture(scope="module")
+def service(tiny_model):
+    runtime = FastAPIRuntime(tiny_model["model"], None, "cpu", 1, 512)
+    runtime.load()
+    yield runtime
+    runtime.close()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"pairs": []},
+        {"pairs": [{"prompt": "hi"}]},
+        {"pairs": [{"prompt": 1, "response": "x"}]},
+        {"pairs": [{"prompt": "a", "response": "b", "extra": 1}]},
+    ],
+)
+def test_service_rejects_bad_requests_with_4xx(service, body):
+    response = service.client.post("/score", json=body)
+    assert response.status_code == 422 and response.json()["detail"]
+
+
+def test_service_rejects_empty_and_oversized_bodies(service):
+    assert (
+        service.client.post("/score", content=b"", headers={"content-type": "application/json"}).status_code
+        == 422
+    )
+    huge = json.dumps({"pairs": [{"prompt": "x" * (5 << 20), "response": "y"}]})
+    response = service.client.post("/score", content=huge, headers={"content-type": "application/json"})
+    assert response.status_code == 413
+
+
+def test_service_survives_a_client_that_disconnects_mid_request(service, tiny_model):
+    with socket.create_connection(("127.0.0.1", service.port)) as raw:
+        raw.sendall(
+            b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"
+        )
+    row = tiny_model["rows"][0]
+    assert len(service.score([(row["prompt"], row["response"])])) == 1
+    assert service.client.get("/health").json()["status"] == "ok"
+
+
+def test_service_stops_cleanly_on_sigterm(tiny_model, tmp_path):
+    log = tmp_path / "server.log"
+    runtime = FastAPIRuntime(tiny_model["model"], None, "cpu", 1, 512, {"server_log": str(log)})
+    runtime.load()
+    runtime.close()  # SIGTERM to its process group
+    assert runtime.server.returncode in (0, -signal.SIGTERM) and not runtime.killed
+    assert STOPPED in log.read_text()
+
+
+def test_service_exits_when_its_launch_is_killed(tiny_model, tmp_path):
+    script = (
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(ROOT / 'workflow')!r})\n"
+        "from rmbench.runtimes.fastapi_service import FastAPIRuntime\n"
+        f"r = FastAPIRuntime({str(tiny_model['model'])!r}, None, 'cpu', 1, 512)\n"
+        "r.load()\n"
+        "print(r.server.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    launch_process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    server_pid = int(launch_process.stdout.readline())
+    assert alive(server_pid)
+    launch_process.send_signal(signal.SIGKILL)  # no close(), no finally: only the watchdog is left
+    launch_process.wait()
+    deadline = time.monotonic() + 30
+    while alive(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(server_pid)

@@ -1,0 +1,119 @@
+"""The fp32 GEMM ceiling: each library's matmul rate on a model's own encoder shapes.
+
+One launch times one library (torch, onnxruntime/MLAS, numpy/OpenBLAS) on the six GEMMs of one
+encoder layer at m = `tokens` rows: Q, K, V and output projections (m x H x H) and the two FFN
+matmuls (m x H x I, m x I x H), weights constant as in a model. The best library's rate is the
+roofline the runtimes' achieved FLOP/s are compared with.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+LIBRARIES = ("torch", "onnxruntime", "numpy")
+ITERATIONS = 20
+WARMUP = 3
+ONNX_IR_VERSION = 10  # onnx 1.23 writes IR 14 by default, which ORT 1.30 rejects (max 13)
+
+
+def layer_shapes(model_dir: str | Path, tokens: int) -> list[tuple[str, int, int, int]]:
+    """(name, m, k, n) for the GEMMs of one encoder layer of the model in `model_dir`."""
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    h, i = config["hidden_size"], config["intermediate_size"]
+    return [
+        ("query", tokens, h, h),
+        ("key", tokens, h, h),
+        ("value", tokens, h, h),
+        ("attention_output", tokens, h, h),
+        ("ffn_up", tokens, h, i),
+        ("ffn_down", tokens, i, h),
+    ]
+
+
+def _timed(run, iterations: int) -> list[float]:
+    for _ in range(WARMUP):
+        run()
+    times = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def _torch_gemm(m, k, n, threads):
+    import torch
+
+    torch.set_num_threads(threads)
+    a, b = torch.randn(m, k), torch.randn(k, n)
+
+    def run():
+        with torch.inference_mode():
+            torch.matmul(a, b)
+
+    return run, {"torch": torch.__version__, "torch_threads": torch.get_num_threads()}
+
+
+def _onnxruntime_gemm(m, k, n, threads):
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.random.default_rng(0).standard_normal((k, n), np.float32), "b")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["c"])],
+        "gemm",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [m, k])],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [m, n])],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = ONNX_IR_VERSION
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    a = np.random.default_rng(1).standard_normal((m, k), np.float32)
+    return (lambda: session.run(None, {"a": a})), {"onnxruntime": ort.__version__, "onnx": onnx.__version__}
+
+
+def _numpy_gemm(m, k, n, threads):
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    threadpool_limits(threads)  # numpy's BLAS pool, set like torch's and ORT's
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)
+    blas = [f"{p['internal_api']} {p['version']}" for p in threadpool_info() if p["user_api"] == "blas"]
+    return (lambda: np.matmul(a, b)), {"numpy": np.__version__, "blas": blas}
+
+
+GEMMS = {"torch": _torch_gemm, "onnxruntime": _onnxruntime_gemm, "numpy": _numpy_gemm}
+
+
+def run_gemm_launch(cell: dict, model_dir, settings: dict) -> dict:
+    """One launch: every layer GEMM of the model with one library; median ms and GFLOP/s each."""
+    library, threads = cell["runtime"], settings["threads"]
+    shapes = layer_shapes(model_dir, settings.get("tokens", 256))
+    per_shape, described = {}, {}
+    layer_ms, layer_flops = 0.0, 0.0
+    for name, m, k, n in shapes:
+        run, described = GEMMS[library](m, k, n, threads)
+        ms = float(np.median(_timed(run, ITERATIONS)))
+        flops = 2.0 * m * k * n
+        per_shape[name] = {"m": m, "k": k, "n": n, "ms": ms, "gflops": flops / ms / 1e6}
+        layer_ms += ms
+        layer_flops += flops
+    record = {"cell": cell, "settings": settings, "status": "ok", "reason": None}
+    record["metrics"] = {
+        "layer_ms": layer_ms,
+        "gflops": layer_flops / layer_ms / 1e6,
+        "ffn_gflops": float(np.mean([per_shape[s]["gflops"] for s in ("ffn_up", "ffn_down")])),
+        "iterations": ITERATIONS,
+        "shapes": per_shape,
+    }
+    record["runtime"] = {"name": library, "threads": threads} | described
+    return record

@@ -1,0 +1,142 @@
+"""A FastAPI + uvicorn service around the PyTorch model, called over HTTP on loopback.
+
+Each launch starts its own server process (rmbench.service) on a socket bound here to
+127.0.0.1 and a free port, waits for /health, times round trips with a keep-alive httpx client,
+and stops the server afterwards, also when the launch fails. The server reports its own time per
+request, so transport overhead is measured apart from scoring.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .base import Runtime
+from .hf_eager import torch_unavailable_reason
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # workflow/, where rmbench lives
+STARTUP_TIMEOUT_S = 600.0
+STOP_TIMEOUT_S = 15.0
+
+
+class ServiceError(RuntimeError):
+    """The service failed to start or answered with an error (its message included)."""
+
+
+class FastAPIRuntime(Runtime):
+    name = "fastapi"
+
+    @classmethod
+    def unavailable_reason(cls, device: str) -> str | None:
+        return torch_unavailable_reason(device)
+
+    def load(self) -> None:
+        import httpx
+
+        self.server_ms: list[float] = []
+        self.killed = False  # True when the server ignored SIGTERM and had to be killed
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((self.options.get("host", "127.0.0.1"), 0))
+        listener.listen(128)
+        host, self.port = listener.getsockname()
+        command = [
+            sys.executable,
+            "-m",
+            "rmbench.service",
+            "--model-dir",
+            str(self.model_dir),
+            "--runtime",
+            self.options.get("wraps", "hf_eager"),
+            "--device",
+            self.device,
+            "--threads",
+            str(self.threads),
+            "--max-length",
+            str(self.max_length),
+            "--fd",
+            str(listener.fileno()),
+            "--parent-pid",
+            str(os.getpid()),
+        ]
+        env = os.environ | {
+            "PYTHONPATH": os.pathsep.join([str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")])
+        }
+        # Its own process group, so stopping it stops anything it started too. Its output goes to
+        # the launch's log unless a `server_log` file is given.
+        log = open(self.options["server_log"], "w") if self.options.get("server_log") else None  # noqa: SIM115
+        self.server = subprocess.Popen(
+            command, pass_fds=[listener.fileno()], env=env, start_new_session=True, stdout=log, stderr=log
+        )
+        if log is not None:
+            log.close()  # the server holds its own copy
+        listener.close()  # the server holds its own copy
+        # No Nagle: the request's header and body writes must not wait for a delayed ACK (~40 ms).
+        transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+        self.client = httpx.Client(base_url=f"http://{host}:{self.port}", timeout=None, transport=transport)
+        self.health = self._wait_until_healthy()
+
+    def _wait_until_healthy(self) -> dict:
+        import httpx
+
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.server.poll() is not None:
+                raise ServiceError(f"service exited with code {self.server.returncode} before it was healthy")
+            try:
+                response = self.client.get("/health", timeout=5.0)
+                if response.status_code == 200:
+                    return response.json()
+            except httpx.TransportError:
+                pass  # not listening yet: the model is still loading
+            time.sleep(0.2)
+        raise ServiceError(f"service not healthy after {STARTUP_TIMEOUT_S:g} s")
+
+    def score(self, pairs):
+        body = {"pairs": [{"prompt": p, "response": r} for p, r in pairs]}
+        response = self.client.post("/score", json=body)
+        if response.status_code != 200:
+            raise ServiceError(f"service answered {response.status_code}: {response.text[:500]}")
+        data = response.json()
+        self.server_ms.append(data["server_ms"])
+        return data["scores"]
+
+    def time_rows_alone(self, pairs, warmup_rows):
+        measured = super().time_rows_alone(pairs, warmup_rows)
+        server = self.server_ms[-len(pairs) :]
+        overhead = [c - s for c, s in zip(measured["latencies_ms"], server)]
+        return measured | {
+            "server_ms": server,
+            "overhead_ms": overhead,
+            "server_p50_ms": float(np.median(server)),
+            "overhead_p50_ms": float(np.median(overhead)),
+        }
+
+    def close(self) -> None:
+        client = getattr(self, "client", None)
+        if client is not None:
+            client.close()
+        server = getattr(self, "server", None)
+        if server is None or server.poll() is not None:
+            return
+        os.killpg(server.pid, signal.SIGTERM)  # uvicorn finishes in-flight requests, then exits
+        try:
+            server.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+            self.killed = True
+
+    def describe(self) -> dict:
+        return super().describe() | {
+            "server_pid": self.server.pid,
+            "port": self.port,
+            "server_runtime": self.health.get("runtime"),
+        }

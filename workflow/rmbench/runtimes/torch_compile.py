@@ -1,0 +1,114 @@
+"""HF transformers under torch.compile (Inductor): eager's model, compiled on the first call.
+
+Options (from the config's runtime options or the cell's parameters):
+- mode: torch.compile mode (default | reduce-overhead | max-autotune ...), default "default";
+- dynamic: none | true | false, torch.compile's `dynamic` (none lets Dynamo mark a dimension
+  dynamic after the first shape change; false recompiles for every new length);
+- bucket: pad every input up to a multiple of this many tokens (0 = no padding), so that fewer
+  distinct lengths reach the compiler;
+- cache: warm | cold. warm keeps Inductor's on-disk cache in `cache_root` across launches; cold
+  gives each launch an empty one. Each launch records whether the cache it found held entries.
+
+Every call is checked for a compilation (Dynamo's frame counter), so a launch reports the first
+call's compile time, recompiles, graph breaks and the latency of rows that hit a shape-cache miss.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..models import encode
+from .hf_eager import HFEagerRuntime
+
+DYNAMIC = {"none": None, "true": True, "false": False}
+
+
+class TorchCompileRuntime(HFEagerRuntime):
+    name = "torch_compile"
+
+    def load(self) -> None:
+        self.dynamic = str(self.options.get("dynamic", "none")).lower()
+        if self.dynamic not in DYNAMIC:
+            raise ValueError(
+                f"torch_compile: dynamic must be one of {', '.join(DYNAMIC)}, not {self.dynamic}"
+            )
+        self.mode = self.options.get("mode", "default")
+        self.bucket = int(self.options.get("bucket", 0))
+        self.cache = self.options.get("cache", "warm")
+        super().load()
+        self.cache_dir = self._cache_dir()
+        self.cache_warm = self.cache_dir.is_dir() and any(self.cache_dir.iterdir())
+        # Inductor reads the variable when it first needs its cache: at the first compiled call.
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self.cache_dir)
+        self.torch._dynamo.reset()  # counts start at zero (a launch is its own process anyway)
+        self._counters().clear()
+        self.compiled = self.torch.compile(self.model, mode=self.mode, dynamic=DYNAMIC[self.dynamic])
+        self.row_compiled: list[bool] = []
+        self.first_call_s: float | None = None
+
+    def _cache_dir(self) -> Path:
+        if self.cache == "cold":
+            self._cold = tempfile.TemporaryDirectory(prefix="inductor-cold-")
+            return Path(self._cold.name)
+        if self.cache != "warm":
+            raise ValueError(f"torch_compile: cache must be warm or cold, not {self.cache}")
+        root = Path(self.options.get("cache_root") or Path(tempfile.gettempdir()) / "rmbench-inductor")
+        # One folder per torch version and setting: entries of another never count as warm.
+        return root / f"torch-{self.torch.__version__}" / f"{self.mode}-dynamic-{self.dynamic}"
+
+    @staticmethod
+    def _counters():
+        from torch._dynamo.utils import counters
+
+        return counters
+
+    def score(self, pairs):
+        enc = encode(self.tokenizer, pairs, "pt", self.max_length, self.bucket or None).to(self.device)
+        frames = self._counters()["frames"]["total"]
+        start = time.perf_counter()
+        with self.torch.inference_mode():
+            scores = self.compiled(**enc).logits[:, 0].float().cpu().tolist()
+        if self.first_call_s is None:
+            self.first_call_s = time.perf_counter() - start
+        self.row_compiled.append(self._counters()["frames"]["total"] > frames)
+        return scores
+
+    def time_rows_alone(self, pairs, warmup_rows):
+        measured = super().time_rows_alone(pairs, warmup_rows)
+        compiled = self.row_compiled[-len(pairs) :]  # the timed rows (warm-up rows come first)
+        misses = [ms for ms, c in zip(measured["latencies_ms"], compiled) if c]
+        steady = [ms for ms, c in zip(measured["latencies_ms"], compiled) if not c]
+        counters = self._counters()
+        return measured | {
+            "first_call_s": self.first_call_s,
+            "compiles": counters["frames"]["total"],
+            "recompiles": max(counters["frames"]["total"] - 1, 0),
+            "graph_breaks": sum(counters["graph_break"].values()),
+            "miss_rows": len(misses),
+            "miss_max_ms": max(misses) if misses else 0.0,
+            "steady_p50_ms": float(np.median(steady)) if steady else float("nan"),
+            "fxgraph_cache_hits": counters["inductor"]["fxgraph_cache_hit"],
+            "fxgraph_cache_misses": counters["inductor"]["fxgraph_cache_miss"],
+            "cache_warm": int(self.cache_warm),
+            "row_compiled": [int(c) for c in compiled],
+        }
+
+    def close(self) -> None:
+        cold = getattr(self, "_cold", None)
+        if cold is not None:
+            cold.cleanup()
+
+    def describe(self) -> dict:
+        return super().describe() | {
+            "mode": self.mode,
+            "dynamic": self.dynamic,
+            "bucket": self.bucket,
+            "cache": self.cache,
+            "cache_dir": str(self.cache_dir),
+            "cache_warm": self.cache_warm,
+        }
