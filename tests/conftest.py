@@ -1,3 +1,4 @@
+import subprocess
 import sys
 from pathlib import Path
 
@@ -35,3 +36,25 @@ def tiny_model(tmp_path_factory):
     export_onnx(root / "model", root / "onnx" / "model.onnx", opset=17)
     rows = sample_rows(generate_split(11, 200), 10, 5, "t")
     return {"cfg": cfg, "model": root / "model", "onnx": root / "onnx" / "model.onnx", "rows": rows}
+
+
+@pytest.fixture(scope="session")
+def binary(tmp_path_factory):
+    """The native engine, configured, built and unit-tested (ctest) in a temporary folder."""
+    build = tmp_path_factory.mktemp("native-build")
+    for cmd in (
+        [
+            "cmake",
+            "-S",
+            str(ROOT / "native"),
+            "-B",
+            str(build),
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DPYTHON={sys.executable}",
+        ],
+        ["cmake", "--build", str(build), "-j", "2"],
+        ["ctest", "--test-dir", str(build), "--output-on-failure"],
+    ):
+        run = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return build / "rmscore"

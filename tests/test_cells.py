@@ -24,13 +24,15 @@ def test_cell_table_of_the_default_config():
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"))
     cells = cell_table(config)
-    studies = ("latency", "tokenizer", "zerocopy", "compile", "gemm")
+    studies = ("latency", "tokenizer", "zerocopy", "compile", "gemm", "batching")
     per_study = {s: sum(c["study"] == s for c in cells) for s in studies}
     # latency: 2 models x (cpu: 3 eager + 3 compile + 3 fastapi + 5 ort + 5 native,
     #   cuda: 5 + 3 + 3 + 5 + 5), replicated on 3 sets x (eager, native) x 3 cpu launches;
     # tokenizer: 2 models x 3 tokenizers x 5; zerocopy: deberta x 2 variants x 5;
-    # compile: electra x 5 variants x 2; gemm: 2 models x 3 libraries x 3
+    # compile: electra x 5 variants x 2; gemm: 2 models x 3 libraries x 3;
+    # batching: 2 models x 6 variants x 3 runtimes x 3, replicated on set150 by native x 3
     assert per_study == {
+        "batching": 2 * 6 * 3 * 3 + 2 * 6 * 3,
         "latency": 2 * (19 + 21) + 2 * 3 * 2 * 3,
         "tokenizer": 30,
         "zerocopy": 10,

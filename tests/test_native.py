@@ -2,7 +2,6 @@
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -32,27 +31,6 @@ ADVERSARIAL = [
     ("quotes “curly” ‘single’ «guillemets» and dashes – —", "ellipsis… and ½ ² ® ™ ©"),
     ("Ǆ ǅ ǆ İstanbul ß ﬁ ligatures ＦＵＬＬＷＩＤＴＨ", "Ελληνικά Русский עברית العربية हिन्दी"),
 ]
-
-
-@pytest.fixture(scope="session")
-def binary(tmp_path_factory):
-    build = tmp_path_factory.mktemp("native-build")
-    for cmd in (
-        [
-            "cmake",
-            "-S",
-            str(ROOT / "native"),
-            "-B",
-            str(build),
-            "-DCMAKE_BUILD_TYPE=Release",
-            f"-DPYTHON={sys.executable}",
-        ],
-        ["cmake", "--build", str(build), "-j", "2"],
-        ["ctest", "--test-dir", str(build), "--output-on-failure"],
-    ):
-        run = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    return build / "rmscore"
 
 
 @pytest.fixture(scope="session")

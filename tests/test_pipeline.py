@@ -91,6 +91,15 @@ def test_every_study_has_its_table(smoke_run):
     assert set(gemm.runtime) == {"torch", "onnxruntime", "numpy"} and (gemm.gflops > 0).all()
     roofline = pd.read_csv(smoke_run / "paper/tables/roofline.csv")
     assert len(roofline) == 10 and (roofline.fraction_of_ceiling > 0).all()
+    batching = pd.read_csv(smoke_run / "paper/tables/batching.csv")
+    main = batching[batching.set == "main60"]
+    assert len(main) == 4 * 3 and (main.launches_ok == 2).all() and (main.throughput_rps > 0).all()
+    assert set(batching[batching.set == "rep60a"].runtime) == {"native"}
+    verdicts = pd.read_csv(smoke_run / "paper/tables/batching_verdicts.csv")
+    assert verdicts.statement.str.match(
+        r"^(naive|length_aware|token_budget) b=4 .*vs none b=1: \d+\.\d\dx, CIs"
+    ).all()
+    assert (smoke_run / "paper/figures/batching.pdf").stat().st_size > 1000
     replication = pd.read_csv(smoke_run / "paper/tables/replication.csv")
     native = replication[(replication.candidate == "native") & (replication.baseline == "hf_eager")]
     assert len(native) == 4 and set(native.reproduced) <= {"yes", "no"}  # 2 models x 2 metrics
@@ -117,3 +126,12 @@ def test_noop_rerun_is_quick_and_one_cell_reruns_by_name(smoke_run):
     run = snakemake(smoke_run, cell, "--forcerun", cell)
     assert run.returncode == 0, run.stderr[-2000:]
     assert (smoke_run / cell).stat().st_mtime > before
+
+
+def test_report_captions_every_figure_and_table(smoke_run):
+    run = snakemake(smoke_run, "--report", "report.html")
+    assert run.returncode == 0, run.stderr[-3000:]
+    html = (smoke_run / "report.html").read_text()
+    for name in ("latency.png", "batching.png", "latency.csv", "replication.csv", "roofline.csv"):
+        assert name in html, name
+    assert "Per-row latency on the headline set" in html and "one row per cell" in html

@@ -11,6 +11,7 @@ same rules (tests/test_native.py proves both give the same batches).
 from __future__ import annotations
 
 STRATEGIES = ("none", "naive", "length_aware", "token_budget")
+DEFAULT_TOKEN_BUDGET = 4096  # the native engine's default too
 
 
 def make_batches(
@@ -40,3 +41,10 @@ def padding_waste(lengths: list[int], batches: list[list[int]]) -> float:
     real = sum(lengths)
     padded = sum(len(b) * max(lengths[i] for i in b) for b in batches)
     return (padded - real) / real if real else 0.0
+
+
+def batch_plan(options: dict) -> tuple[str, int, int]:
+    """(strategy, batch size, token budget) of a batching cell, from its parameters
+    (batching~naive+batch~8, and token_budget~N for token_budget)."""
+    budget = int(options.get("token_budget", DEFAULT_TOKEN_BUDGET))
+    return options.get("batching", "none"), int(options.get("batch", 1)), budget

@@ -44,3 +44,39 @@ def latency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> 
         axes[0][0].text(0.5, 0.5, "no successful launches", ha="center", va="center")
     fig.suptitle(f"Latency per row on {set_name}: mean of per-launch p50/p95, 95% CI", fontsize=10)
     save(fig, pdf_path)
+
+
+def batching_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
+    """Throughput against batch size, one line per strategy with its 95% CI band, one panel per
+    model, device and runtime; batch size 1 (every row alone) as the dashed reference line."""
+    ok = table[(table["launches_ok"] > 0) & (table["set"] == set_name)].copy()
+    params = ok["variant"].str.extract(r"batching~(?P<strategy>[a-z_]+)\+batch~(?P<batch>\d+)")
+    ok = ok.join(params).assign(batch=lambda t: t["batch"].astype(int))
+    panels = sorted(ok.groupby(["model", "device", "runtime"]).groups)
+    width = max(1, len(panels))
+    fig, axes = plt.subplots(1, width, figsize=(4.2 * width, 3.4), squeeze=False)
+    for ax, (model, device, runtime) in zip(axes[0], panels):
+        sub = ok[(ok["model"] == model) & (ok["device"] == device) & (ok["runtime"] == runtime)]
+        for strategy, line in sub[sub["strategy"] != "none"].groupby("strategy"):
+            line = line.sort_values("batch")
+            ax.plot(line["batch"], line["throughput_rps"], marker="o", label=strategy)
+            ax.fill_between(
+                line["batch"],
+                line["throughput_rps_lo"].fillna(line["throughput_rps"]),
+                line["throughput_rps_hi"].fillna(line["throughput_rps"]),
+                alpha=0.2,
+            )
+        alone = sub[sub["strategy"] == "none"]
+        if not alone.empty:
+            ax.axhline(alone["throughput_rps"].iloc[0], color="black", ls="--", lw=1, label="b=1 (alone)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch size")
+        ax.set_ylabel("rows per second")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{model}, {runtime} ({device})", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    if not panels:
+        axes[0][0].text(0.5, 0.5, "no successful launches", ha="center", va="center")
+    fig.suptitle(f"Throughput by batching strategy on {set_name}: mean over launches, 95% CI", fontsize=10)
+    save(fig, pdf_path)

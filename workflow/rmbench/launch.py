@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from .batching import batch_plan, make_batches, padding_waste
 from .flops import achieved_gflops
 from .runtimes import Unsupported, runtime_class
 
@@ -60,11 +61,57 @@ def percentile_summary(values: list[float], unit: str = "ms") -> dict:
     }
 
 
-def latency_scenario(runtime, pairs: list[tuple[str, str]], warmup_rows: int) -> dict:
-    return runtime.time_rows_alone(pairs, warmup_rows)
+class Workload:
+    """What a scenario scores: the pairs, their token lengths (for batch planning and FLOP
+    counts), the model folder and the launch settings."""
+
+    def __init__(self, rows: list[dict], model: str, model_dir, settings: dict):
+        self.pairs = [(r["prompt"], r["response"]) for r in rows]
+        self.rows, self.model, self.model_dir, self.settings = rows, model, model_dir, settings
+
+    def lengths(self) -> list[int]:
+        """Each pair's token count after truncation, from the sample set's counts."""
+        key = f"tokens_{self.model}"
+        missing = [r["id"] for r in self.rows if key not in r]
+        if missing:
+            raise ValueError(
+                f"rows {missing[:3]} have no '{key}' (sample sets written by the sample_set rule do)"
+            )
+        return [min(r[key], self.settings["max_length"]) for r in self.rows]
 
 
-SCENARIOS = {"latency": latency_scenario, "zerocopy": latency_scenario, "compile": latency_scenario}
+def latency_scenario(runtime, work: Workload) -> dict:
+    """Every row scored alone after warm-up rows: per-row latency percentiles and FLOP/s."""
+    measured = runtime.time_rows_alone(work.pairs, work.settings["warmup_rows"])
+    latencies = measured["latencies_ms"]
+    gflops = achieved_gflops(work.model_dir, work.rows, work.model, latencies, work.settings["max_length"])
+    return percentile_summary(latencies) | {"gflops": gflops} | measured
+
+
+def batching_scenario(runtime, work: Workload) -> dict:
+    """The whole set in batches planned by the cell's strategy and size (after warm-up batches):
+    throughput, padding waste and per-batch latency."""
+    lengths = work.lengths()
+    batches = make_batches(lengths, *batch_plan(runtime.options))
+    measured = runtime.time_batches(work.pairs, batches, work.settings["warmup_rows"])
+    n, wall_s = len(work.pairs), measured["wall_s"]
+    return {
+        "throughput_rps": n / wall_s,
+        "row_ms": wall_s * 1e3 / n,
+        "padding_waste": padding_waste(lengths, batches),
+        "n_batches": len(batches),
+        "batch_p50_ms": float(np.percentile(measured["batch_ms"], 50)),
+        "batch_p95_ms": float(np.percentile(measured["batch_ms"], 95)),
+        "batches": batches,
+    } | measured
+
+
+SCENARIOS = {
+    "latency": latency_scenario,
+    "zerocopy": latency_scenario,
+    "compile": latency_scenario,
+    "batching": batching_scenario,
+}
 
 
 def run_launch(
@@ -88,13 +135,13 @@ def run_launch(
     runtime = cls(
         model_dir, onnx_path, cell["device"], settings["threads"], settings["max_length"], runtime_options
     )
-    pairs = [(r["prompt"], r["response"]) for r in rows]
+    work = Workload(rows, cell["model"], model_dir, settings)
     started = time.perf_counter()
     try:
         with time_limit(settings["timeout_s"]):
             runtime.load()
             load_s = time.perf_counter() - started
-            measured = SCENARIOS[cell["study"]](runtime, pairs, settings["warmup_rows"])
+            measured = SCENARIOS[cell["study"]](runtime, work)
             load_s = measured.pop("load_s", load_s)  # a runtime in another process reports its own
         record["runtime"] = runtime.describe()
     except LaunchTimeout as e:
@@ -109,16 +156,13 @@ def run_launch(
         runtime.close()
     errors = np.abs(np.asarray(measured["scores"]) - np.asarray(reference, dtype=float))
     tolerance = settings["tolerance"]
-    record["metrics"] = percentile_summary(measured["latencies_ms"]) | {
-        "n_rows": len(pairs),
+    record["metrics"] = {
+        "n_rows": len(rows),
         "load_s": load_s,
-        "wall_s": time.perf_counter() - started,
+        "launch_s": time.perf_counter() - started,
         "max_abs_err": float(errors.max()),
         "tolerance": tolerance,
-        "gflops": achieved_gflops(
-            model_dir, rows, cell["model"], measured["latencies_ms"], settings["max_length"]
-        ),
-        **measured,  # per-row latencies_ms and scores (and what else the runtime measured)
+        **measured,  # the scenario's metrics, per-row scores (and what else the runtime measured)
     }
     if errors.max() > tolerance:
         worst = int(errors.argmax())

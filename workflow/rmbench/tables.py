@@ -28,6 +28,13 @@ STUDIES = {
         "metrics": ["p50_ms", "p95_ms", "first_call_s", "recompiles", "miss_max_ms"],
     },
     "gemm": {"between": "runtime", "metrics": ["layer_ms", "gflops"], "report_only": ["gflops"]},
+    # row_ms (wall time per row over the whole set) is 1 / throughput: its speed-up against
+    # batch size 1 is the throughput ratio.
+    "batching": {
+        "between": "variant",
+        "metrics": ["row_ms", "throughput_rps", "padding_waste", "batch_p50_ms", "batch_p95_ms"],
+        "report_only": ["throughput_rps", "padding_waste", "batch_p50_ms", "batch_p95_ms"],
+    },
 }
 GROUP_KEYS = ["model", "device", "set", "variant", "runtime"]
 
@@ -150,7 +157,7 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
     head += ["Speed-up (cons.)", "Verdict"]
     body = []
     for _, r in table.iterrows():
-        name = str(r[between]).replace("~", "=").replace("+", ", ")  # zero_copy~off+prealloc~off
+        name = variant_label(str(r[between])) if between == "variant" else str(r[between])
         unstable = isinstance(r.get("warning"), str) and r["warning"] != ""
         cells = [_latex_escape(str(r[k])) for k in keys] + [
             _latex_escape(name),
@@ -230,3 +237,24 @@ def simple_latex(table: pd.DataFrame, columns: dict, caption: str, label: str) -
     head = [_latex_escape(h) for h in columns.values()]
     body = [[_latex_escape(str(r[c])) for c in columns] for _, r in table.iterrows()]
     return booktabs("l" * len(columns), head, body, caption, label)
+
+
+def variant_label(variant: str) -> str:
+    """'batching~naive+batch~8' -> 'naive b=8'; other variants as key=value pairs."""
+    params = dict(part.split("~", 1) for part in variant.split("+") if "~" in part)
+    if "batching" in params:
+        label = f"{params.pop('batching')} b={params.pop('batch', '1')}"
+        return " ".join([label, *(f"{k}={v}" for k, v in params.items())])
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or variant
+
+
+def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.DataFrame:
+    """One line per candidate against the baseline, e.g. 'naive b=8 vs none b=1: 0.13x, CIs apart'."""
+    rows = comparisons[(comparisons["baseline"] == baseline) & (comparisons["metric"] == metric)].copy()
+    apart = rows["verdict"].isin(["faster", "slower"])
+    rows["statement"] = [
+        f"{variant_label(c)} vs {variant_label(baseline)}: {s:.2f}x, {'CIs apart' if a else 'CIs overlap'}"
+        for c, s, a in zip(rows["candidate"], rows["speedup"], apart)
+    ]
+    keep = [k for k in ("model", "device", "set", "runtime") if k in rows]
+    return rows[[*keep, "candidate", "baseline", "speedup", "speedup_conservative", "verdict", "statement"]]

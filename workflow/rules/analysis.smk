@@ -36,7 +36,12 @@ rule study_table:
         comparisons="results/tables/{study}/comparisons.csv",
     output:
         tex="paper/tables/{study}.tex",
-        csv="paper/tables/{study}.csv",
+        csv=report(
+            "paper/tables/{study}.csv",
+            caption="../report/study_table.rst",
+            category="Tables",
+            subcategory="{study}",
+        ),
     log:
         "results/logs/paper/{study}_table.log",
     conda:
@@ -53,7 +58,9 @@ rule language_table:
         "results/tables/latency/comparisons.csv",
     output:
         tex="paper/tables/language.tex",
-        csv="paper/tables/language.csv",
+        csv=report(
+            "paper/tables/language.csv", caption="../report/derived_table.rst", category="Tables"
+        ),
     log:
         "results/logs/paper/language_table.log",
     conda:
@@ -67,7 +74,9 @@ rule latency_figure:
         "paper/tables/latency.csv",
     output:
         pdf="paper/figures/latency.pdf",
-        png="paper/figures/latency.png",
+        png=report(
+            "paper/figures/latency.png", caption="../report/latency_figure.rst", category="Figures"
+        ),
     log:
         "results/logs/paper/latency_figure.log",
     conda:
@@ -83,7 +92,11 @@ rule replication_table:
         "results/tables/latency/comparisons.csv",
     output:
         tex="paper/tables/replication.tex",
-        csv="paper/tables/replication.csv",
+        csv=report(
+            "paper/tables/replication.csv",
+            caption="../report/derived_table.rst",
+            category="Tables",
+        ),
     log:
         "results/logs/paper/replication_table.log",
     conda:
@@ -101,7 +114,9 @@ rule roofline_table:
         gemm="results/tables/gemm/summary.csv",
     output:
         tex="paper/tables/roofline.tex",
-        csv="paper/tables/roofline.csv",
+        csv=report(
+            "paper/tables/roofline.csv", caption="../report/derived_table.rst", category="Tables"
+        ),
     log:
         "results/logs/paper/roofline_table.log",
     conda:
@@ -110,3 +125,38 @@ rule roofline_table:
         headline_set=config["studies"]["latency"]["sets"][0],
     script:
         "../scripts/roofline_table.py"
+
+
+rule batching_figure:
+    input:
+        "paper/tables/batching.csv",
+    output:
+        pdf="paper/figures/batching.pdf",
+        png=report(
+            "paper/figures/batching.png",
+            caption="../report/batching_figure.rst",
+            category="Figures",
+        ),
+    log:
+        "results/logs/paper/batching_figure.log",
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        set=config["studies"].get("batching", {}).get("sets", ["main60"])[0],
+    script:
+        "../scripts/batching_figure.py"
+
+
+rule batching_verdicts:
+    input:
+        "results/tables/batching/comparisons.csv",
+    output:
+        "paper/tables/batching_verdicts.csv",
+    log:
+        "results/logs/paper/batching_verdicts.log",
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        baseline=lambda wildcards: study_baseline("batching"),
+    script:
+        "../scripts/batching_verdicts.py"

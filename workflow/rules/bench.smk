@@ -8,14 +8,31 @@ rule cell:
         CELL_PATH,
     log:
         "results/logs/cells/{study}/{model}/{device}/{runtime}/{params}/launch~{launch}.log",
+    wildcard_constraints:
+        device="cpu",
     # Launches of different runtimes take turns, in a seeded order (config launch.order_seed).
     priority: launch_priority
     conda:
         "../../envs/bench.yaml"
     # Every core: a measurement never shares the machine with another job.
     threads: workflow.cores
+    resources:
+        mem_mb=CELL_MEM_MB,
+        runtime=CELL_RUNTIME_MIN,
     params:
         settings=cell_settings,
         repo=workflow.basedir,
     script:
         "../scripts/run_cell.py"
+
+
+# GPU launches: the same job holding a GPU, so that cluster executors place it on a GPU node and
+# a local run with --resources gpu=1 runs one at a time.
+use rule cell as gpu_cell with:
+    wildcard_constraints:
+        device="cuda",
+    resources:
+        mem_mb=CELL_MEM_MB,
+        runtime=CELL_RUNTIME_MIN,
+        gpu=1,
+        gpu_manufacturer="nvidia",

@@ -27,6 +27,10 @@ PRIORITIES = launch_priorities(CELLS, config["launch"]["order_seed"])
 # Data, models, exports, builds and gates run before any launch, so that every runtime's
 # launches become ready together and can take turns.
 SETUP_PRIORITY = len(PRIORITIES) + 1
+# A launch holds one model (the FastAPI runtime two processes, torch.compile its compiler); the
+# full 24-layer models need a few GB each. Its wall-clock limit is the launch timeout plus setup.
+CELL_MEM_MB = 16000
+CELL_RUNTIME_MIN = int(config["launch"]["timeout_s"] // 60) + 10
 NATIVE_SOURCES = sorted(
     str(p)
     for p in Path(workflow.basedir, "native").rglob("*")
@@ -74,6 +78,12 @@ STUDY_CAPTIONS = {
         "at the configured rows, per library, at the study's thread count; milliseconds per layer "
         "and GFLOP/s, mean over launches, 95\\% t-interval in brackets."
     ),
+    "batching": (
+        "Batching: the whole set per launch, in batches planned by each strategy and size, each "
+        "padded to its longest row; wall time per row (tokenization included) and throughput, mean "
+        "over launches, 95\\% t-interval in brackets. Speed-up against every row alone (batch size 1) "
+        "is the throughput ratio."
+    ),
     "zerocopy": (
         "Zero-copy inputs and preallocated buffers on vs off in the native engine: per-row latency, "
         "mean over launches of per-launch p50 and p95, 95\\% t-interval in brackets."
@@ -108,6 +118,8 @@ def study_outputs():
         outputs.append("paper/tables/replication.tex")
         if "gemm" in enabled_studies():
             outputs.append("paper/tables/roofline.tex")
+    if "batching" in enabled_studies():
+        outputs += ["paper/figures/batching.pdf", "paper/tables/batching_verdicts.csv"]
     return outputs
 
 

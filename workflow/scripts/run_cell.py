@@ -7,6 +7,9 @@ from pathlib import Path
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one pair at a time: no Rust thread pool
+if snakemake.wildcards.device == "cuda":
+    # A cluster executor sets it per job; a local run uses the first GPU (one GPU job at a time).
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
 
 from rmbench.cells import parse_params
 from rmbench.data import load_set

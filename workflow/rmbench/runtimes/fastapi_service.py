@@ -91,7 +91,7 @@ class FastAPIRuntime(Runtime):
             if self.server.poll() is not None:
                 raise ServiceError(f"service exited with code {self.server.returncode} before it was healthy")
             try:
-                response = self.client.get("/health", timeout=5.0)
+                response = self.client.get("/health", timeout=1.0)
                 if response.status_code == 200:
                     return response.json()
             except httpx.TransportError:

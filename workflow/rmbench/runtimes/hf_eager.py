@@ -30,6 +30,9 @@ class HFEagerRuntime(Runtime):
         self.model = load_model(self.model_dir, self.device)
 
     def score(self, pairs):
+        if self.torch.get_num_threads() != self.threads:
+            # OpenMP's thread count is per calling thread: a service scores in worker threads.
+            self.torch.set_num_threads(self.threads)
         enc = encode(self.tokenizer, pairs, "pt", self.max_length).to(self.device)
         with self.torch.inference_mode():
             return self.model(**enc).logits[:, 0].float().cpu().tolist()

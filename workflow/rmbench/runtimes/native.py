@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ..batching import batch_plan
 from ..data import write_jsonl
 from .base import Runtime
 
@@ -88,6 +89,32 @@ class NativeRuntime(Runtime):
             "latencies_ms": [r["total_ms"] for r in rows],
             "scores": [r["score"] for r in rows],
             "tokenize_us": [r["tokenize_us"] for r in rows],
+            "load_s": result["load_ms"] / 1e3,
+        }
+
+    def time_batches(self, pairs, batches, warmup_batches):
+        """The engine plans the same batches itself (same rules, same token lengths) and times
+        them; a plan that differs from the Python one is a bug, not a measurement."""
+        strategy, size, budget = batch_plan(self.options)
+        args = [
+            "--batching",
+            strategy.replace("_", "-"),
+            "--batch-size",
+            str(size),
+            "--warmup",
+            str(warmup_batches),
+        ]
+        if budget:
+            args += ["--token-budget", str(budget)]
+        result = self.run(pairs, *args, "--warmup", str(warmup_batches))
+        if result["batches"] != batches:
+            raise NativeError(
+                f"the engine planned other batches than rmbench.batching for {strategy} b={size}"
+            )
+        return {
+            "scores": [r["score"] for r in result["rows"]],
+            "batch_ms": result["batch_ms"],
+            "wall_s": result["wall_s"],
             "load_s": result["load_ms"] / 1e3,
         }
 

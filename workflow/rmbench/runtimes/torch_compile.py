@@ -59,7 +59,8 @@ class TorchCompileRuntime(HFEagerRuntime):
             raise ValueError(f"torch_compile: cache must be warm or cold, not {self.cache}")
         root = Path(self.options.get("cache_root") or Path(tempfile.gettempdir()) / "rmbench-inductor")
         # One folder per torch version and setting: entries of another never count as warm.
-        return root / f"torch-{self.torch.__version__}" / f"{self.mode}-dynamic-{self.dynamic}"
+        setting = f"{self.mode}-dynamic-{self.dynamic}-bucket-{self.bucket}"
+        return root / f"torch-{self.torch.__version__}" / setting
 
     @staticmethod
     def _counters():

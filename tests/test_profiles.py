@@ -1,0 +1,64 @@
+"""The scale-out profiles: a dry run with each shows the jobs a cluster would get, GPU resources
+included, without a cluster. The local default limits GPU jobs to one at a time."""
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+from test_pipeline import COPY_IGNORE
+
+GPU_CELL = "results/cells/latency/deberta/cuda/native/set~main60/launch~1.json"
+CPU_CELL = "results/cells/latency/deberta/cpu/native/set~main60/launch~1.json"
+
+
+@pytest.fixture(scope="module")
+def fresh_copy(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("profiles") / "rmbench"
+    shutil.copytree(ROOT, workdir, ignore=COPY_IGNORE)
+    return workdir
+
+
+def dry_run_jobs(workdir, profile: str) -> dict[str, dict]:
+    """Output file -> {'rule': ..., 'resources': {...}} for every job of a dry run of two cells."""
+    cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", f"workflow/profiles/{profile}"]
+    cmd += ["--dry-run", "--cores", "2", GPU_CELL, CPU_CELL]
+    run = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    jobs, current = {}, None
+    for line in (run.stdout + run.stderr).splitlines():
+        if m := re.match(r"\s*rule (\w+):", line):
+            current = {"rule": m.group(1), "resources": {}}
+        elif current and (m := re.match(r"\s*output: (\S+)", line)):
+            jobs[m.group(1).rstrip(",")] = current
+        elif current and (m := re.match(r"\s*resources: (.*)", line)):
+            current["resources"] = dict(kv.split("=", 1) for kv in m.group(1).split(", "))
+    return jobs
+
+
+def job_for(jobs: dict, path: str) -> dict:
+    """The job writing `path` (a storage provider may show it under its prefix)."""
+    return next(job for output, job in jobs.items() if output.endswith(path))
+
+
+@pytest.mark.parametrize("profile", ["slurm", "kubernetes", "default"])
+def test_gpu_cells_carry_gpu_resources_and_cpu_cells_do_not(fresh_copy, profile):
+    jobs = dry_run_jobs(fresh_copy, profile)
+    gpu, cpu = job_for(jobs, GPU_CELL), job_for(jobs, CPU_CELL)
+    assert gpu["rule"] == "gpu_cell" and cpu["rule"] == "cell"
+    assert gpu["resources"]["gpu"] == "1" and gpu["resources"]["gpu_manufacturer"] == "nvidia"
+    assert "gpu" not in cpu["resources"]
+    for job in (gpu, cpu):
+        assert int(job["resources"]["mem_mb"]) >= 4000 and int(job["resources"]["runtime"]) > 0
+    if profile == "slurm":
+        assert gpu["resources"]["slurm_partition"] == "YOUR_GPU_PARTITION"
+        assert cpu["resources"]["slurm_partition"] == "YOUR_CPU_PARTITION"
+
+
+def test_every_job_of_the_default_dag_declares_standard_resources(fresh_copy):
+    jobs = dry_run_jobs(fresh_copy, "default")
+    assert len(jobs) > 5  # the cells and everything they need: data, models, export, build, gates
+    for output, job in jobs.items():
+        assert {"mem_mb", "runtime"} <= set(job["resources"]), output
