@@ -115,3 +115,11 @@ def test_bootstrap_speedup_interval_resamples_launches():
     assert bootstrap_speedup([10.0, 11.0, 12.0], [20.0, 22.0, 24.0], seed=1) == bootstrap_speedup(
         [10.0, 11.0, 12.0], [20.0, 22.0, 24.0], seed=1
     )
+
+
+def test_speedup_of_a_zero_is_undefined_not_an_error():
+    zero = Interval(0.0, 0.0, 0.0, 3, 0.0)
+    assert all(math.isnan(v) for v in speedup(zero, Interval(5.0, 4.0, 6.0, 3, 1.0)))
+    from rmbench.stats import bootstrap_speedup
+
+    assert all(math.isnan(v) for v in bootstrap_speedup([0.0, 0.0], [1.0, 2.0]))

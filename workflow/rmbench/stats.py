@@ -78,6 +78,8 @@ def latency_verdict(candidate: Interval, baseline: Interval) -> str:
 def speedup(candidate: Interval, baseline: Interval) -> tuple[float, float]:
     """Latency speed-up of candidate over baseline: point estimate and the conservative bound
     (baseline's CI lower bound over candidate's CI upper bound), as the study reports them."""
+    if not candidate.mean > 0:  # a count or time of zero has no ratio
+        return math.nan, math.nan
     point = baseline.mean / candidate.mean
     # A CI reaching zero or below (few, noisy launches) bounds nothing.
     conservative = baseline.lo / candidate.hi if baseline.lo > 0 and candidate.hi > 0 else math.nan
@@ -119,7 +121,7 @@ def order_trend_p(values, order) -> float:
 def bootstrap_speedup(candidate, baseline, resamples: int = 10000, seed: int = 0) -> tuple[float, float]:
     """Percentile interval of mean(baseline) / mean(candidate), resampling each side's launches."""
     c, b = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
-    if len(c) < 2 or len(b) < 2:
+    if len(c) < 2 or len(b) < 2 or not (c > 0).all():
         return math.nan, math.nan
     rng = np.random.default_rng(seed)
     c_means = rng.choice(c, (resamples, len(c))).mean(axis=1)
