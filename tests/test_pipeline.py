@@ -26,7 +26,7 @@ def snakemake(workdir, *args):
         "2",
         *args,
     ]
-    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, check=False, timeout=1200)
+    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, check=False, timeout=3600)
 
 
 @pytest.fixture(scope="module")

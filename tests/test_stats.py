@@ -97,8 +97,9 @@ def test_order_trend_and_instability_warnings():
     from rmbench.stats import Checks, instability_warnings, order_trend_p
 
     drifting = [100.0, 104.0, 109.0, 115.0, 121.0]
-    assert order_trend_p(drifting, [1, 2, 3, 4, 5]) < 0.05
+    assert order_trend_p(drifting, [1, 2, 3, 4, 5]) == pytest.approx(2 / 120)  # exact: 2 of 5! orders
     assert order_trend_p(drifting, [3, 1, 5, 2, 4]) > 0.05
+    assert order_trend_p([1.0, 2.0, 3.0], [1, 2, 3]) == pytest.approx(1 / 3)  # 3 launches never flag
     assert math.isnan(order_trend_p([1.0, 2.0], [1, 2]))
     warnings = instability_warnings(drifting, [1, 2, 3, 4, 5], Checks(cv_warning=0.05))
     assert len(warnings) == 2 and warnings[0].startswith("CV 8%") and "trend" in warnings[1]

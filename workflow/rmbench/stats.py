@@ -109,13 +109,14 @@ def launches_needed(
 
 
 def order_trend_p(values, order) -> float:
-    """p-value of Spearman's rank correlation between values and the order launches ran in: a
-    small p means the machine drifted during the cell (NaN with fewer than 3 launches)."""
+    """p-value of Kendall's tau (exact for few launches) between values and the order launches
+    ran in: a small p means the machine drifted during the cell. With 3 launches the smallest
+    possible p is 1/3, so only cells with enough launches can be flagged (NaN below 3)."""
     x, o = np.asarray(values, dtype=float), np.asarray(order, dtype=float)
     keep = ~np.isnan(o)
     if keep.sum() < 3 or np.unique(x[keep]).size < 2:
         return math.nan
-    return float(sps.spearmanr(x[keep], o[keep]).pvalue)
+    return float(sps.kendalltau(x[keep], o[keep]).pvalue)
 
 
 def bootstrap_speedup(candidate, baseline, resamples: int = 10000, seed: int = 0) -> tuple[float, float]:
@@ -138,7 +139,7 @@ def instability_warnings(values, order, checks: Checks) -> list[str]:
         warnings.append(f"CV {100 * cv:.0f}% > {100 * checks.cv_warning:.0f}%")
     p = order_trend_p(values, order)
     if not math.isnan(p) and p < checks.trend_p:
-        warnings.append(f"trend with launch order (Spearman p={p:.2g})")
+        warnings.append(f"trend with launch order (Kendall p={p:.2g})")
     return warnings
 
 

@@ -31,8 +31,8 @@ SETUP_PRIORITY = len(PRIORITIES) + 1
 # full 24-layer models need a few GB each. Its wall-clock limit is the launch timeout plus setup.
 CELL_MEM_MB = 16000
 CELL_RUNTIME_MIN = int(config["launch"]["timeout_s"] // 60) + 10
-NATIVE_SOURCES = sorted(
-    str(p)
+NATIVE_SOURCES = sorted(  # relative, so that a storage provider maps them like every other input
+    os.path.relpath(p, workflow.basedir)
     for p in Path(workflow.basedir, "native").rglob("*")
     if p.is_file() and "build" not in p.parts
 )

@@ -4,7 +4,7 @@
 
 rule native_build:
     input:
-        NATIVE_SOURCES,
+        local(NATIVE_SOURCES),  # workflow sources travel with the workflow, not through storage
     output:
         "results/native/bin/rmscore",
     log:
