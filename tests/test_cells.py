@@ -24,14 +24,17 @@ def test_cell_table_of_the_default_config():
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"))
     cells = cell_table(config)
-    studies = ("latency", "tokenizer", "zerocopy", "compile", "gemm", "batching")
+    studies = ("latency", "tokenizer", "zerocopy", "compile", "gemm", "batching", "concurrency")
     per_study = {s: sum(c["study"] == s for c in cells) for s in studies}
     # latency: 2 models x (cpu: 3 eager + 3 compile + 3 fastapi + 5 ort + 5 native,
     #   cuda: 5 + 3 + 3 + 5 + 5), replicated on 3 sets x (eager, native) x 3 cpu launches;
     # tokenizer: 2 models x 3 tokenizers x 5; zerocopy: deberta x 2 variants x 5;
     # compile: electra x 5 variants x 2; gemm: 2 models x 3 libraries x 3;
-    # batching: 2 models x 6 variants x 3 runtimes x 3, replicated on set150 by native x 3
+    # batching: 2 models x 6 variants x 3 runtimes x 3, replicated on set150 by native x 3;
+    # concurrency: electra x (11 variants x native, ort_python + the runtimes' own: eager 4,
+    #   fastapi 2, batching server 4) x 3
     assert per_study == {
+        "concurrency": (2 * 11 + 4 + 2 + 4) * 3,
         "batching": 2 * 6 * 3 * 3 + 2 * 6 * 3,
         "latency": 2 * (19 + 21) + 2 * 3 * 2 * 3,
         "tokenizer": 30,
@@ -48,6 +51,9 @@ def test_cell_table_of_the_default_config():
     replicated = {c["path"] for c in cells if "set~set150" in c["params"]}
     assert "results/cells/latency/electra/cpu/native/set~set150/launch~3.json" in replicated
     assert not any("/cuda/" in p or "/ort_python/" in p for p in replicated)
+    # A runtime's own variants replace the study's: a service has no independent engines.
+    fastapi = {c["params"] for c in cells if c["study"] == "concurrency" and c["runtime"] == "fastapi"}
+    assert fastapi == {"set~main60+mode~shared+clients~1", "set~main60+mode~shared+clients~4"}
 
 
 def test_launches_are_interleaved_round_robin_in_a_seeded_order():

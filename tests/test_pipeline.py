@@ -100,6 +100,14 @@ def test_every_study_has_its_table(smoke_run):
         r"^(naive|length_aware|token_budget) b=4 .*vs none b=1: \d+\.\d\dx, CIs"
     ).all()
     assert (smoke_run / "paper/figures/batching.pdf").stat().st_size > 1000
+    concurrency = pd.read_csv(smoke_run / "paper/tables/concurrency.csv")
+    # native and ort_python x 4 variants, eager x 2, fastapi and batching server x 2
+    assert len(concurrency) == 2 * 4 + 2 + 2 * 2 and (concurrency.launches_ok == 2).all()
+    assert (concurrency.throughput_rps > 0).all() and (concurrency.p95_ms >= concurrency.p50_ms).all()
+    verdicts = pd.read_csv(smoke_run / "paper/tables/concurrency_verdicts.csv")
+    assert set(verdicts.kind) == {"vs one client", "service vs engine"}
+    assert verdicts.statement.str.contains(r": \d+\.\d\dx, CIs (?:apart|overlap)$").all()
+    assert (smoke_run / "paper/figures/concurrency.pdf").stat().st_size > 1000
     replication = pd.read_csv(smoke_run / "paper/tables/replication.csv")
     native = replication[(replication.candidate == "native") & (replication.baseline == "hf_eager")]
     assert len(native) == 4 and set(native.reproduced) <= {"yes", "no"}  # 2 models x 2 metrics
@@ -132,6 +140,13 @@ def test_report_captions_every_figure_and_table(smoke_run):
     run = snakemake(smoke_run, "--report", "report.html")
     assert run.returncode == 0, run.stderr[-3000:]
     html = (smoke_run / "report.html").read_text()
-    for name in ("latency.png", "batching.png", "latency.csv", "replication.csv", "roofline.csv"):
+    for name in (
+        "latency.png",
+        "batching.png",
+        "concurrency.png",
+        "latency.csv",
+        "replication.csv",
+        "roofline.csv",
+    ):
         assert name in html, name
     assert "Per-row latency on the headline set" in html and "one row per cell" in html

@@ -40,6 +40,8 @@ constexpr const char* kUsage = R"(usage: rmscore --model FILE --tokenizer DIR --
   --zero-copy on|off           tensors over our buffers, or copied into ORT's (default on)
   --prealloc on|off            reuse input buffers, or allocate per call (default on)
   --max-length N               pair truncation, longest_first (default 512)
+  --wait-for-go                after loading and warm-up, print "ready" and wait for a line on
+                               stdin before timing (to start several engine processes at once)
   --tokenize-only              time tokenization alone (no model needed)
   --repeat N                   tokenize-only: passes over the rows (default 5)
   --dump-tokens FILE           write each row's input_ids/token_type_ids as JSONL and exit
@@ -50,7 +52,7 @@ struct Options {
   EngineOptions engine;
   size_t warmup = 3, batch_size = 1, token_budget = 4096, concurrency = 1, max_length = 512, repeat = 5;
   Strategy batching = Strategy::none;
-  bool independent = false, tokenize_only = false;
+  bool independent = false, tokenize_only = false, wait_for_go = false;
 };
 
 bool on_off(const std::string& flag, const std::string& value) {
@@ -77,8 +79,8 @@ Options parse(int argc, char** argv) {
       std::cout << kUsage;
       std::exit(0);
     }
-    if (flag == "--tokenize-only") {
-      o.tokenize_only = true;
+    if (flag == "--tokenize-only" || flag == "--wait-for-go") {
+      (flag == "--tokenize-only" ? o.tokenize_only : o.wait_for_go) = true;
       continue;
     }
     if (flag.rfind("--", 0) != 0) throw Error(ExitCode::usage, "unexpected argument '" + flag + "'");
@@ -176,8 +178,16 @@ json score_rows(Ort::Env& env, const Tokenizer& tok, const std::vector<Row>& row
   // Engines: one shared by every client, or one per client.
   auto load_start = Clock::now();
   std::vector<std::unique_ptr<Engine>> engines;
-  for (size_t i = 0; i < (o.independent ? o.concurrency : 1); ++i)
-    engines.push_back(std::make_unique<Engine>(env, o.model, o.engine, tok.pad_id()));
+  const size_t n_engines = o.independent ? o.concurrency : 1;
+  for (size_t i = 0; i < n_engines; ++i) {
+    try {
+      engines.push_back(std::make_unique<Engine>(env, o.model, o.engine, tok.pad_id()));
+    } catch (const Ort::Exception& e) {
+      // Which engine failed tells the capacity of the device (e.g. CUDA out of memory at 5 of 8).
+      throw Error(ExitCode::runtime, "engine " + std::to_string(i + 1) + " of " + std::to_string(n_engines) +
+                                         " failed to load: " + e.what());
+    }
+  }
   double load_ms = since_ms(load_start);
 
   // Batches are planned on token lengths (counted once, untimed: it decides grouping only).
@@ -215,9 +225,14 @@ json score_rows(Ort::Env& env, const Tokenizer& tok, const std::vector<Row>& row
     }
   };
 
-  {
+  for (auto& engine : engines) {  // every engine warm: the first timed call of each is no outlier
     Buffers buffers;
-    for (size_t b = 0; b < std::min(o.warmup, batches.size()); ++b) run_batch(*engines[0], buffers, b, false);
+    for (size_t b = 0; b < std::min(o.warmup, batches.size()); ++b) run_batch(*engine, buffers, b, false);
+  }
+  if (o.wait_for_go) {
+    std::cout << "ready" << std::endl;
+    std::string line;
+    if (!std::getline(std::cin, line)) throw Error(ExitCode::usage, "--wait-for-go: stdin closed before the go line");
   }
   std::atomic<size_t> next{0};
   auto wall_start = Clock::now();
@@ -270,7 +285,7 @@ int main(int argc, char** argv) {
          {{"device", o.engine.device}, {"intra_op_threads", o.engine.intra_op_threads}, {"inter_op_threads", 1},
           {"warmup", o.warmup}, {"batch_size", o.batch_size}, {"batching", strategy_name(o.batching)},
           {"token_budget", o.token_budget}, {"concurrency", o.concurrency},
-          {"instances", o.independent ? "independent" : "shared"}, {"zero_copy", o.engine.zero_copy},
+          {"instances", o.independent ? "independent" : "shared"}, {"wait_for_go", o.wait_for_go}, {"zero_copy", o.engine.zero_copy},
           {"prealloc", o.engine.preallocate}, {"max_length", o.max_length}}},
     };
     if (o.tokenize_only) {

@@ -52,7 +52,9 @@ def study_cells(name: str, study: dict) -> list[dict]:
         for runtime, sets, devices, launches in study_groups(study):
             for device in devices:
                 for set_name in sets:
-                    for variant in study.get("variants") or [{}]:
+                    # A runtime may run its own variants (a service has no independent engines).
+                    own = study["runtimes"].get(runtime, {}).get("variants")
+                    for variant in own or study.get("variants") or [{}]:
                         params = format_params({"set": set_name} | variant)
                         for launch in range(1, launches[device] + 1):
                             cells.append(

@@ -80,3 +80,44 @@ def batching_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) ->
         axes[0][0].text(0.5, 0.5, "no successful launches", ha="center", va="center")
     fig.suptitle(f"Throughput by batching strategy on {set_name}: mean over launches, 95% CI", fontsize=10)
     save(fig, pdf_path)
+
+
+def concurrency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
+    """Throughput (top) and per-request p50 latency (bottom) against the number of concurrent
+    clients, one line per mode with its 95% CI band, one column per model, device and runtime."""
+    ok = table[(table["launches_ok"] > 0) & (table["set"] == set_name)].copy()
+    params = ok["variant"].str.extract(r"mode~(?P<mode>[a-z_]+)\+clients~(?P<clients>\d+)")
+    ok = ok.join(params).assign(clients=lambda t: t["clients"].astype(int))
+    panels = sorted(ok.groupby(["model", "device", "runtime"]).groups)
+    width = max(1, len(panels))
+    fig, axes = plt.subplots(2, width, figsize=(3.6 * width, 6.2), squeeze=False)
+    for col, (model, device, runtime) in enumerate(panels):
+        sub = ok[(ok["model"] == model) & (ok["device"] == device) & (ok["runtime"] == runtime)]
+        single = sub[sub["clients"] == 1]
+        for row, (metric, label) in enumerate(
+            (("throughput_rps", "rows per second"), ("p50_ms", "p50 per request, ms"))
+        ):
+            ax = axes[row][col]
+            for mode, line in sub.groupby("mode"):
+                # Every mode starts from the one-client cell: with one client they are the same.
+                line = pd.concat([single, line]).drop_duplicates("clients").sort_values("clients")
+                ax.plot(line["clients"], line[metric], marker="o", label=mode.replace("_", " "))
+                lo, hi = line[f"{metric}_lo"].fillna(line[metric]), line[f"{metric}_hi"].fillna(line[metric])
+                ax.fill_between(line["clients"], lo, hi, alpha=0.2)
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sorted(sub["clients"].unique()), [str(c) for c in sorted(sub["clients"].unique())])
+            ax.set_xlabel("concurrent clients")
+            ax.set_ylabel(label)
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            if row == 0:
+                ax.set_title(f"{model}, {runtime} ({device})", fontsize=9)
+                ax.legend(fontsize=6)
+    if not panels:
+        axes[0][0].text(0.5, 0.5, "no successful launches", ha="center", va="center")
+    fig.suptitle(f"Concurrency on {set_name}: mean over launches, 95% CI", fontsize=10)
+    save(fig, pdf_path)
+
+
+# The studies with a figure of their own (rule study_figure): paper/figures/<study>.pdf
+FIGURES = {"latency": latency_figure, "batching": batching_figure, "concurrency": concurrency_figure}

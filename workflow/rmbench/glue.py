@@ -54,3 +54,10 @@ def write_json(data, path: str | Path) -> None:
 
 def read_json(path: str | Path):
     return json.loads(Path(path).read_text())
+
+
+def read_table(path: str | Path):
+    """A tidy CSV as written here: only empty cells are missing ('NA' stays text, e.g. a set name)."""
+    import pandas as pd
+
+    return pd.read_csv(path, keep_default_na=False, na_values=[""])

@@ -106,11 +106,24 @@ def batching_scenario(runtime, work: Workload) -> dict:
     } | measured
 
 
+def concurrency_scenario(runtime, work: Workload) -> dict:
+    """The whole set through N concurrent clients, one row per request, engines shared or
+    independent as the cell's mode says: per-request latency percentiles and throughput."""
+    clients, mode = int(runtime.options["clients"]), runtime.options["mode"]
+    measured = runtime.time_concurrent(
+        work.pairs, clients, mode, work.settings["warmup_rows"], work.settings["threads"]
+    )
+    n, wall_s = len(work.pairs), measured["wall_s"]
+    rates = {"throughput_rps": n / wall_s, "row_ms": wall_s * 1e3 / n}
+    return percentile_summary(measured["latencies_ms"]) | rates | measured
+
+
 SCENARIOS = {
     "latency": latency_scenario,
     "zerocopy": latency_scenario,
     "compile": latency_scenario,
     "batching": batching_scenario,
+    "concurrency": concurrency_scenario,
 }
 
 

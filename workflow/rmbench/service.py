@@ -5,6 +5,11 @@ port), so there is no race for the port:
 
     python -m rmbench.service --model-dir results/models/deberta --fd 5 --parent-pid 1234
 
+With --microbatch STRATEGY (the batching_server runtime) it is a serving mode that scales: a
+batcher thread coalesces the requests that arrive within --queue-delay-ms of each other into
+batches planned by rmbench.batching on token lengths (at most --max-batch rows); a full queue
+answers 503 and a request waiting longer than --request-timeout-s answers 504.
+
 POST /score {"pairs": [{"prompt": ..., "response": ...}, ...]} -> {"scores": [...], "server_ms": t}
 GET /health -> {"status": "ok", "runtime": {...}} once the model is loaded.
 
@@ -17,11 +22,13 @@ leaves no server behind.
 import argparse
 import contextlib
 import os
+import queue
 import signal
 import socket
 import sys
 import threading
 import time
+from concurrent.futures import Future
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -45,7 +52,91 @@ class ScoreRequest(BaseModel):
 STOPPED = "rmbench service: stopped cleanly"
 
 
-def create_app(runtime) -> FastAPI:
+class QueueFull(Exception):
+    pass
+
+
+class MicroBatcher:
+    """Scores concurrent requests together: waits up to `delay_s` after the first queued request
+    for more (at most `max_batch` rows), plans batches over the rows it has by token length, and
+    answers each request with its own scores."""
+
+    def __init__(
+        self,
+        runtime,
+        count_tokens,
+        strategy: str,
+        max_batch: int,
+        token_budget: int,
+        delay_s: float,
+        queue_size: int,
+    ):
+        from .batching import make_batches
+
+        self.runtime, self.count_tokens, self.make_batches = runtime, count_tokens, make_batches
+        self.strategy, self.max_batch, self.token_budget, self.delay_s = (
+            strategy,
+            max_batch,
+            token_budget,
+            delay_s,
+        )
+        self.queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.stats = {"rounds": 0, "batches": 0, "rows": 0, "requests_expired": 0}
+
+    def start(self) -> "MicroBatcher":
+        threading.Thread(target=self._serve, name="micro-batcher", daemon=True).start()
+        return self
+
+    def submit(self, pairs: list[tuple[str, str]]) -> Future:
+        future: Future = Future()
+        try:
+            self.queue.put_nowait((pairs, future))
+        except queue.Full:
+            raise QueueFull(f"queue full ({self.queue.maxsize} requests waiting)") from None
+        return future
+
+    def _collect(self) -> list:
+        items = [self.queue.get()]
+        rows, deadline = len(items[0][0]), time.perf_counter() + self.delay_s
+        while rows < self.max_batch:
+            try:
+                items.append(self.queue.get(timeout=max(0.0, deadline - time.perf_counter())))
+            except queue.Empty:
+                break
+            rows += len(items[-1][0])
+        # A request whose client gave up (timeout) is dropped, not scored.
+        live = [item for item in items if item[1].set_running_or_notify_cancel()]
+        self.stats["requests_expired"] += len(items) - len(live)
+        return live
+
+    def _serve(self) -> None:
+        while True:
+            items = self._collect()
+            rows = [(k, pair) for k, (pairs, _) in enumerate(items) for pair in pairs]
+            if not rows:
+                continue
+            try:
+                lengths = self.count_tokens([pair for _, pair in rows])
+                batches = self.make_batches(lengths, self.strategy, self.max_batch, self.token_budget)
+                scores = [0.0] * len(rows)
+                for batch in batches:
+                    for i, score in zip(batch, self.runtime.score([rows[i][1] for i in batch])):
+                        scores[i] = float(score)
+            except Exception as e:  # noqa: BLE001  (each waiting request answers with it)
+                for _, future in items:
+                    future.set_exception(e)
+                continue
+            self.stats["rounds"] += 1
+            self.stats["batches"] += len(batches)
+            self.stats["rows"] += len(rows)
+            answers: list[list[float]] = [[] for _ in items]
+            for (k, _), score in zip(rows, scores):
+                answers[k].append(score)
+            for (_, future), answer in zip(items, answers):
+                future.set_result(answer)
+
+
+def create_app(runtime, batcher: MicroBatcher | None = None, request_timeout_s: float = 60.0) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
@@ -73,11 +164,27 @@ def create_app(runtime) -> FastAPI:
     def health():
         return {"status": "ok", "runtime": runtime.describe(), "pid": os.getpid()}
 
+    @app.get("/stats")
+    def stats():
+        return batcher.stats if batcher else {}
+
     @app.post("/score")
     def score(request: ScoreRequest):
         start = time.perf_counter()
-        with lock:
-            scores = runtime.score([(p.prompt, p.response) for p in request.pairs])
+        pairs = [(p.prompt, p.response) for p in request.pairs]
+        if batcher is None:
+            with lock:
+                scores = runtime.score(pairs)
+        else:
+            try:
+                future = batcher.submit(pairs)
+            except QueueFull as e:
+                return JSONResponse({"detail": str(e)}, status_code=503)
+            try:
+                scores = future.result(timeout=request_timeout_s)
+            except TimeoutError:
+                future.cancel()
+                return JSONResponse({"detail": f"not scored within {request_timeout_s:g} s"}, status_code=504)
         return {"scores": scores, "server_ms": (time.perf_counter() - start) * 1e3}
 
     return app
@@ -109,13 +216,42 @@ def main(argv=None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--parent-pid", type=int, help="exit when this process is gone")
+    parser.add_argument("--onnx", help="the ONNX file (runtimes that need one)")
+    parser.add_argument("--microbatch", choices=["naive", "length_aware", "token_budget"])
+    parser.add_argument("--max-batch", type=int, default=8, help="rows per batch at most")
+    parser.add_argument("--token-budget", type=int, default=4096, help="token_budget: rows x longest")
+    parser.add_argument("--queue-delay-ms", type=float, default=2.0, help="wait for more requests")
+    parser.add_argument("--queue-size", type=int, default=256, help="requests waiting, at most")
+    parser.add_argument("--request-timeout-s", type=float, default=60.0)
     args = parser.parse_args(argv)
 
     if args.parent_pid:
         exit_with_parent(args.parent_pid)
-    runtime = runtime_class(args.runtime)(args.model_dir, None, args.device, args.threads, args.max_length)
+    runtime = runtime_class(args.runtime)(
+        args.model_dir, args.onnx, args.device, args.threads, args.max_length
+    )
     runtime.load()
-    app = create_app(runtime)
+    batcher = None
+    if args.microbatch:
+        from .models import load_tokenizer
+
+        tokenizer = load_tokenizer(args.model_dir)
+
+        def count_tokens(pairs):
+            prompts, responses = zip(*pairs)
+            encoded = tokenizer(list(prompts), list(responses), truncation=True, max_length=args.max_length)
+            return [len(ids) for ids in encoded["input_ids"]]
+
+        batcher = MicroBatcher(
+            runtime,
+            count_tokens,
+            args.microbatch,
+            args.max_batch,
+            args.token_budget,
+            args.queue_delay_ms / 1e3,
+            args.queue_size,
+        ).start()
+    app = create_app(runtime, batcher, args.request_timeout_s)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     if args.fd is not None:

@@ -36,6 +36,13 @@ STUDIES = {
         "metrics": ["row_ms", "throughput_rps", "padding_waste", "batch_p50_ms", "batch_p95_ms"],
         "report_only": ["throughput_rps", "padding_waste", "batch_p50_ms", "batch_p95_ms"],
     },
+    # The same for concurrency: against one client on a shared engine; per-request latency
+    # percentiles show the queueing.
+    "concurrency": {
+        "between": "variant",
+        "metrics": ["row_ms", "throughput_rps", "p50_ms", "p95_ms"],
+        "report_only": ["throughput_rps", "p50_ms", "p95_ms"],
+    },
 }
 GROUP_KEYS = ["model", "device", "set", "variant", "runtime"]
 
@@ -241,8 +248,11 @@ def simple_latex(table: pd.DataFrame, columns: dict, caption: str, label: str) -
 
 
 def variant_label(variant: str) -> str:
-    """'batching~naive+batch~8' -> 'naive b=8'; other variants as key=value pairs."""
+    """'batching~naive+batch~8' -> 'naive b=8', 'mode~shared+clients~4' -> 'shared c=4'; other
+    variants as key=value pairs."""
     params = dict(part.split("~", 1) for part in variant.split("+") if "~" in part)
+    if "mode" in params and "clients" in params:
+        return f"{params.pop('mode')} c={params.pop('clients')}"
     if "batching" in params:
         label = f"{params.pop('batching')} b={params.pop('batch', '1')}"
         return " ".join([label, *(f"{k}={v}" for k, v in params.items())])
@@ -259,3 +269,34 @@ def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.Da
     ]
     keep = [k for k in ("model", "device", "set", "runtime") if k in rows]
     return rows[[*keep, "candidate", "baseline", "speedup", "speedup_conservative", "verdict", "statement"]]
+
+
+# Each service against the engines it should at least match, at the same number of clients.
+SERVICE_BASELINES = {"batching_server": ["ort_python", "native"], "fastapi": ["hf_eager"]}
+
+
+def service_verdicts(launches: pd.DataFrame, metric: str, checks) -> pd.DataFrame:
+    """Each service against a shared in-process engine at the same concurrency, e.g.
+    'batching_server vs ort_python at shared c=8: 1.42x, CIs apart'."""
+    from .stats import compare_latency
+
+    shared = launches[launches["variant"].str.startswith("mode~shared+")]
+    keys = ["model", "device", "set", "variant"]
+    parts = []
+    for service, engines in SERVICE_BASELINES.items():
+        for engine in engines:
+            pair = shared[shared["runtime"].isin([service, engine])]
+            if pair.empty:
+                continue
+            found = compare_latency(pair, keys, "runtime", metric, checks)
+            if not found.empty:
+                parts.append(found[(found["candidate"] == service) & (found["baseline"] == engine)])
+    if not parts:
+        return pd.DataFrame(columns=[*keys, "candidate", "baseline", "speedup", "verdict", "statement"])
+    rows = pd.concat(parts, ignore_index=True)
+    apart = rows["verdict"].isin(["faster", "slower"])
+    rows["statement"] = [
+        f"{c} vs {b} at {variant_label(v)}: {s:.2f}x, {'CIs apart' if a else 'CIs overlap'}"
+        for c, b, v, s, a in zip(rows["candidate"], rows["baseline"], rows["variant"], rows["speedup"], apart)
+    ]
+    return rows[[*keys, "candidate", "baseline", "speedup", "speedup_conservative", "verdict", "statement"]]

@@ -69,24 +69,6 @@ rule language_table:
         "../scripts/language_table.py"
 
 
-rule latency_figure:
-    input:
-        "paper/tables/latency.csv",
-    output:
-        pdf="paper/figures/latency.pdf",
-        png=report(
-            "paper/figures/latency.png", caption="../report/latency_figure.rst", category="Figures"
-        ),
-    log:
-        "results/logs/paper/latency_figure.log",
-    conda:
-        "../../envs/analysis.yaml"
-    params:
-        set=config["studies"]["latency"]["sets"][0],
-    script:
-        "../scripts/latency_figure.py"
-
-
 rule replication_table:
     input:
         "results/tables/latency/comparisons.csv",
@@ -127,26 +109,6 @@ rule roofline_table:
         "../scripts/roofline_table.py"
 
 
-rule batching_figure:
-    input:
-        "paper/tables/batching.csv",
-    output:
-        pdf="paper/figures/batching.pdf",
-        png=report(
-            "paper/figures/batching.png",
-            caption="../report/batching_figure.rst",
-            category="Figures",
-        ),
-    log:
-        "results/logs/paper/batching_figure.log",
-    conda:
-        "../../envs/analysis.yaml"
-    params:
-        set=config["studies"].get("batching", {}).get("sets", ["main60"])[0],
-    script:
-        "../scripts/batching_figure.py"
-
-
 rule batching_verdicts:
     input:
         "results/tables/batching/comparisons.csv",
@@ -160,3 +122,42 @@ rule batching_verdicts:
         baseline=lambda wildcards: study_baseline("batching"),
     script:
         "../scripts/batching_verdicts.py"
+
+
+rule concurrency_verdicts:
+    input:
+        comparisons="results/tables/concurrency/comparisons.csv",
+        launches="results/tables/concurrency/launches.csv",
+    output:
+        "paper/tables/concurrency_verdicts.csv",
+    log:
+        "results/logs/paper/concurrency_verdicts.log",
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        baseline=lambda wildcards: study_baseline("concurrency"),
+        checks=config["stats"],
+    script:
+        "../scripts/concurrency_verdicts.py"
+
+
+rule study_figure:
+    input:
+        "paper/tables/{figure}.csv",
+    output:
+        pdf="paper/figures/{figure}.pdf",
+        png=report(
+            "paper/figures/{figure}.png",
+            caption="../report/study_figure.rst",
+            category="Figures",
+        ),
+    log:
+        "results/logs/paper/{figure}_figure.log",
+    wildcard_constraints:
+        figure="|".join(FIGURES),
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        set=lambda wildcards: config["studies"][wildcards.figure]["sets"][0],
+    script:
+        "../scripts/study_figure.py"

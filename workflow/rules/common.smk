@@ -17,6 +17,7 @@ from rmbench.cells import (
     launch_priorities,
     parse_params,
 )
+from rmbench.figures import FIGURES
 from rmbench.tables import STUDIES
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -84,6 +85,13 @@ STUDY_CAPTIONS = {
         "over launches, 95\\% t-interval in brackets. Speed-up against every row alone (batch size 1) "
         "is the throughput ratio."
     ),
+    "concurrency": (
+        "Concurrency: the whole set per launch through N concurrent clients, one row per request, on "
+        "one shared engine, N independent engines (threads, processes, or threads that split the "
+        "cores), or a service; wall time per row and throughput, and per-request latency p50 and "
+        "p95, mean over launches, 95\\% t-interval in brackets. Speed-up against one client on a "
+        "shared engine is the throughput ratio; launches that ran out of memory are counted, not hidden."
+    ),
     "zerocopy": (
         "Zero-copy inputs and preallocated buffers on vs off in the native engine: per-row latency, "
         "mean over launches of per-launch p50 and p95, 95\\% t-interval in brackets."
@@ -120,6 +128,8 @@ def study_outputs():
             outputs.append("paper/tables/roofline.tex")
     if "batching" in enabled_studies():
         outputs += ["paper/figures/batching.pdf", "paper/tables/batching_verdicts.csv"]
+    if "concurrency" in enabled_studies():
+        outputs += ["paper/figures/concurrency.pdf", "paper/tables/concurrency_verdicts.csv"]
     return outputs
 
 

@@ -1,12 +1,11 @@
 """The language-isolation table: native C++ vs ONNX Runtime from Python, same library and ONNX file."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-import pandas as pd
-from rmbench.glue import logged
+from rmbench.glue import logged, read_table
 from rmbench.tables import language_latex, language_table
 
 with logged(snakemake.log[0]):
-    table = language_table(pd.read_csv(snakemake.input[0], keep_default_na=False, na_values=[""]))
+    table = language_table(read_table(snakemake.input[0]))
     table.to_csv(snakemake.output.csv, index=False)
     caption = (
         "Language isolation: the native C++ engine against ONNX Runtime called from Python, on the same "

@@ -1,8 +1,7 @@
 """The replication table: every headline verdict checked on the other sets and models."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-import pandas as pd
-from rmbench.glue import logged
+from rmbench.glue import logged, read_table
 from rmbench.replication import replication_table
 from rmbench.tables import simple_latex
 
@@ -19,7 +18,7 @@ COLUMNS = {
 }
 
 with logged(snakemake.log[0]):
-    comparisons = pd.read_csv(snakemake.input[0], keep_default_na=False, na_values=[""])
+    comparisons = read_table(snakemake.input[0])
     table = replication_table(comparisons, snakemake.params.headline_set)
     table.to_csv(snakemake.output.csv, index=False)
     shown = table[table["baseline"] == snakemake.params.baseline]

@@ -1,14 +1,13 @@
 """Achieved GFLOP/s per runtime against the measured fp32 GEMM ceiling (CSV and LaTeX)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-import pandas as pd
-from rmbench.glue import logged
+from rmbench.glue import logged, read_table
 from rmbench.roofline import roofline_table
 from rmbench.tables import fmt_ci, simple_latex
 
 with logged(snakemake.log[0]):
-    launches = pd.read_csv(snakemake.input.launches, keep_default_na=False, na_values=[""])
-    gemm = pd.read_csv(snakemake.input.gemm, keep_default_na=False, na_values=[""])
+    launches = read_table(snakemake.input.launches)
+    gemm = read_table(snakemake.input.gemm)
     table = roofline_table(launches, gemm, snakemake.params.headline_set)
     table.to_csv(snakemake.output.csv, index=False)
     shown = table.assign(

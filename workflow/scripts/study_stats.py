@@ -2,14 +2,14 @@
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 import pandas as pd
-from rmbench.glue import logged
+from rmbench.glue import logged, read_table
 from rmbench.stats import Checks, compare_latency, summarize
 from rmbench.tables import STUDIES, compared_metrics, group_keys
 
 with logged(snakemake.log[0]):
     study = snakemake.wildcards.study
     layout, keys = STUDIES[study], group_keys(study)
-    launches = pd.read_csv(snakemake.input[0], keep_default_na=False, na_values=[""])
+    launches = read_table(snakemake.input[0])
     launches["reason"] = launches["reason"].fillna("")
     checks = Checks(**snakemake.params.checks)
     summary = summarize(launches, [*keys, layout["between"]], layout["metrics"], checks)

@@ -1,15 +1,14 @@
 """A study's paper table (CSV and LaTeX) from its statistics."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-import pandas as pd
-from rmbench.glue import logged
+from rmbench.glue import logged, read_table
 from rmbench.tables import study_latex, study_table
 
 with logged(snakemake.log[0]):
     study, baseline = snakemake.wildcards.study, snakemake.params.baseline
-    summary = pd.read_csv(snakemake.input.summary, keep_default_na=False, na_values=[""])
+    summary = read_table(snakemake.input.summary)
     summary["reasons"] = summary["reasons"].fillna("")
-    comparisons = pd.read_csv(snakemake.input.comparisons, keep_default_na=False, na_values=[""])
+    comparisons = read_table(snakemake.input.comparisons)
     table = study_table(summary, comparisons, study, baseline)
     table.to_csv(snakemake.output.csv, index=False)
     with open(snakemake.output.tex, "w") as f:

@@ -36,6 +36,21 @@ class Runtime(ABC):
         self.max_length = max_length
         self.options = options or {}  # runtime-specific settings, e.g. the native binary
 
+    def constructor_args(self, threads: int | None = None) -> dict:
+        """What builds another engine like this one (with other intra-op threads if given)."""
+        return {
+            "model_dir": self.model_dir,
+            "onnx_path": self.onnx_path,
+            "device": self.device,
+            "threads": self.threads if threads is None else threads,
+            "max_length": self.max_length,
+            "options": self.options,
+        }
+
+    def clone(self, threads: int | None = None) -> Runtime:
+        """Another engine like this one, not loaded yet."""
+        return type(self)(**self.constructor_args(threads))
+
     @classmethod
     @abstractmethod
     def unavailable_reason(cls, device: str) -> str | None:
@@ -82,8 +97,18 @@ class Runtime(ABC):
                 scores[i] = float(score)
         return {"scores": scores, "batch_ms": batch_ms, "wall_s": time.perf_counter() - start}
 
+    def time_concurrent(
+        self, pairs: list[tuple[str, str]], clients: int, mode: str, warmup_rows: int, cores: int
+    ) -> dict:
+        """The concurrency scenario: `clients` concurrent clients, one row per request, engines
+        shared or independent as `mode` says (see rmbench.concurrency). Per-request latencies,
+        scores in row order and the wall time of the whole set."""
+        from ..concurrency import run_clients
+
+        return run_clients(self, pairs, clients, mode, warmup_rows, cores)
+
     def close(self) -> None:
-        pass
+        """Releases what load() took; safe to call more than once."""
 
     def describe(self) -> dict:
         return {"name": self.name, "device": self.device, "threads": self.threads}

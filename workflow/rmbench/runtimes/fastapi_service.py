@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import Runtime
+from .base import Runtime, Unsupported
 from .hf_eager import torch_unavailable_reason
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # workflow/, where rmbench lives
@@ -32,6 +32,7 @@ class ServiceError(RuntimeError):
 
 class FastAPIRuntime(Runtime):
     name = "fastapi"
+    wraps = "hf_eager"  # the runtime the service scores with (option `wraps` overrides it)
 
     @classmethod
     def unavailable_reason(cls, device: str) -> str | None:
@@ -51,16 +52,7 @@ class FastAPIRuntime(Runtime):
             sys.executable,
             "-m",
             "rmbench.service",
-            "--model-dir",
-            str(self.model_dir),
-            "--runtime",
-            self.options.get("wraps", "hf_eager"),
-            "--device",
-            self.device,
-            "--threads",
-            str(self.threads),
-            "--max-length",
-            str(self.max_length),
+            *self.server_args(),
             "--fd",
             str(listener.fileno()),
             "--parent-pid",
@@ -82,6 +74,21 @@ class FastAPIRuntime(Runtime):
         transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
         self.client = httpx.Client(base_url=f"http://{host}:{self.port}", timeout=None, transport=transport)
         self.health = self._wait_until_healthy()
+
+    def server_args(self) -> list[str]:
+        """The service's command-line options: the runtime it wraps and its settings."""
+        args = ["--model-dir", str(self.model_dir), "--runtime", self.options.get("wraps", self.wraps)]
+        args += [
+            "--device",
+            self.device,
+            "--threads",
+            str(self.threads),
+            "--max-length",
+            str(self.max_length),
+        ]
+        if self.onnx_path:
+            args += ["--onnx", str(self.onnx_path)]
+        return args
 
     def _wait_until_healthy(self) -> dict:
         import httpx
@@ -118,6 +125,22 @@ class FastAPIRuntime(Runtime):
             "server_p50_ms": float(np.median(server)),
             "overhead_p50_ms": float(np.median(overhead)),
         }
+
+    def time_concurrent(self, pairs, clients, mode, warmup_rows, cores):
+        """N concurrent HTTP clients against this one service (the only mode a service has)."""
+        from ..concurrency import run_threads
+
+        if mode != "shared":
+            raise Unsupported(
+                f"{self.name} is one service that every client shares; mode '{mode}' does not apply"
+            )
+        measured = run_threads([self] * clients, pairs, warmup_rows)
+        stats = self.client.get("/stats").json()
+        return (
+            measured
+            | {"engines": 1, "threads_per_engine": self.threads, "threads_total": self.threads}
+            | {f"server_{k}": v for k, v in stats.items()}
+        )
 
     def close(self) -> None:
         client = getattr(self, "client", None)

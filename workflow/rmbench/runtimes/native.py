@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from ..batching import batch_plan
+from ..concurrency import MODES, partitioned_threads, shard, start_together, stop_all
 from ..data import write_jsonl
 from .base import Runtime
 
@@ -58,10 +59,13 @@ class NativeRuntime(Runtime):
                 raise NativeError(f"rmscore exited {proc.returncode}: {message}")
             return out.read_text()
 
-    def run(self, pairs: list[tuple[str, str]], *args: str) -> dict:
+    def engine_args(self, threads: int | None = None) -> list[str]:
+        threads = self.threads if threads is None else threads
+        return ["--model", str(self.onnx_path), "--device", self.device, "--threads", str(threads)]
+
+    def run(self, pairs: list[tuple[str, str]], *args: str, threads: int | None = None) -> dict:
         """Scores `pairs` with extra command-line options; returns the engine's JSON result."""
-        engine = ["--model", str(self.onnx_path), "--device", self.device, "--threads", str(self.threads)]
-        self.last_run = json.loads(self._invoke(pairs, [*engine, *args], "--output"))
+        self.last_run = json.loads(self._invoke(pairs, [*self.engine_args(threads), *args], "--output"))
         return self.last_run
 
     def encodings(self, pairs: list[tuple[str, str]]) -> list[dict]:
@@ -117,6 +121,65 @@ class NativeRuntime(Runtime):
             "wall_s": result["wall_s"],
             "load_s": result["load_ms"] / 1e3,
         }
+
+    def time_concurrent(self, pairs, clients, mode, warmup_rows, cores):
+        """The engine's own client threads (--concurrency) on one shared or N independent
+        sessions, or N engine processes started together (--wait-for-go)."""
+        threads = partitioned_threads(cores, clients) if mode == "independent_partitioned" else self.threads
+        if mode == "independent_processes":
+            results = self._processes(pairs, clients, warmup_rows)
+        elif mode in MODES:
+            instances = "shared" if mode == "shared" else "independent"
+            args = ["--warmup", str(warmup_rows), "--concurrency", str(clients), "--instances", instances]
+            results = [(list(range(len(pairs))), self.run(pairs, *args, threads=threads))]
+        else:
+            raise ValueError(f"unknown concurrency mode '{mode}' (known: {', '.join(MODES)})")
+        scores, latencies = [0.0] * len(pairs), [0.0] * len(pairs)
+        for indices, result in results:
+            for i, row in zip(indices, result["rows"]):
+                scores[i], latencies[i] = row["score"], row["total_ms"]
+        engines = sum(r["engines"] for _, r in results)
+        return {
+            "scores": scores,
+            "latencies_ms": latencies,
+            "wall_s": max(r["wall_s"] for _, r in results),
+            "load_s": max(r["load_ms"] for _, r in results) / 1e3,
+            "engines": engines,
+            "threads_per_engine": threads,
+            "threads_total": threads * engines,
+        }
+
+    def _processes(self, pairs, clients: int, warmup_rows: int) -> list[tuple[list[int], dict]]:
+        """N engine processes, process k scoring rows k, k+N, ...; all start timing together
+        (--wait-for-go), so their wall times overlap."""
+        shards = shard(len(pairs), clients)
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = []
+            try:
+                for k, rows in enumerate(shards):
+                    path, out = Path(tmp) / f"rows{k}.jsonl", Path(tmp) / f"result{k}.json"
+                    write_jsonl(
+                        [{"id": str(i), "prompt": pairs[i][0], "response": pairs[i][1]} for i in rows], path
+                    )
+                    cmd = [str(self.binary), "--tokenizer", str(self.model_dir), "--input", str(path)]
+                    cmd += ["--output", str(out), "--max-length", str(self.max_length), *self.engine_args()]
+                    cmd += ["--warmup", str(warmup_rows), "--wait-for-go"]
+                    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+                    procs.append(subprocess.Popen(cmd, text=True, **pipes))
+                start_together(procs, "engine process")
+                results = []
+                for k, proc in enumerate(procs):
+                    _, err = proc.communicate()
+                    if proc.returncode != 0:
+                        message = (err.strip().splitlines() or ["no message"])[-1]
+                        raise NativeError(
+                            f"engine process {k + 1} of {clients} exited {proc.returncode}: {message}"
+                        )
+                    results.append((shards[k], json.loads((Path(tmp) / f"result{k}.json").read_text())))
+                self.last_run = results[0][1]
+                return results
+            finally:
+                stop_all(procs)
 
     def describe(self) -> dict:
         keys = ("ort_version", "ort_api", "ort_library", "tokenizer", "options")

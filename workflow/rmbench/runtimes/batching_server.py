@@ -1,0 +1,56 @@
+"""A serving mode that scales: ONNX Runtime behind the FastAPI service with a micro-batcher.
+
+Concurrent requests that arrive within a small queue delay are scored together, in batches
+planned by rmbench.batching on token lengths (study.md concluded that concurrency cannot help
+and batching does; this joins the two). Options (config `runtimes.batching_server.options`):
+strategy (length_aware | token_budget | naive), max_batch, token_budget, queue_delay_ms,
+queue_size, request_timeout_s, and wraps (the runtime inside, ort_python by default).
+"""
+
+from __future__ import annotations
+
+from .fastapi_service import FastAPIRuntime
+from .ort_python import OrtPythonRuntime
+
+DEFAULTS = {
+    "strategy": "length_aware",
+    "max_batch": 8,
+    "token_budget": 4096,
+    "queue_delay_ms": 2.0,
+    "queue_size": 256,
+    "request_timeout_s": 120.0,
+}
+
+
+class BatchingServerRuntime(FastAPIRuntime):
+    name = "batching_server"
+    wraps = "ort_python"
+    needs_onnx = True
+
+    @classmethod
+    def unavailable_reason(cls, device: str) -> str | None:
+        return OrtPythonRuntime.unavailable_reason(device)
+
+    def settings(self) -> dict:
+        return DEFAULTS | {k: self.options[k] for k in DEFAULTS if k in self.options}
+
+    def server_args(self) -> list[str]:
+        s = self.settings()
+        return [
+            *super().server_args(),
+            "--microbatch",
+            s["strategy"],
+            "--max-batch",
+            str(s["max_batch"]),
+            "--token-budget",
+            str(s["token_budget"]),
+            "--queue-delay-ms",
+            str(s["queue_delay_ms"]),
+            "--queue-size",
+            str(s["queue_size"]),
+            "--request-timeout-s",
+            str(s["request_timeout_s"]),
+        ]
+
+    def describe(self) -> dict:
+        return super().describe() | {"micro_batching": self.settings()}
