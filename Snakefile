@@ -27,6 +27,13 @@ rule all:
         study_outputs(),
 
 
+rule paper:
+    """Regenerates the paper's tables, figures and quoted numbers from the recorded launches (no
+    benchmark reruns unless a launch is missing), and the PDF where latexmk exists."""
+    input:
+        paper_targets,
+
+
 rule cells:
     """Every benchmark launch of the config, without the analysis."""
     input:

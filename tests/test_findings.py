@@ -106,3 +106,33 @@ def test_gemm_launch_times_every_layer_matmul(tiny_model, library):
     assert m["shapes"]["ffn_up"]["k"] == 32 and m["shapes"]["ffn_up"]["n"] == 64  # the tiny model's H, I
     flops = 2 * 16 * (4 * 32 * 32 + 2 * 32 * 64)
     assert m["gflops"] == pytest.approx(flops / m["layer_ms"] / 1e6)
+
+
+def test_study_tables_mark_a_verdict_that_did_not_reproduce():
+    from rmbench.stats import compare_latency, summarize
+    from rmbench.tables import STUDIES, group_keys, study_latex, study_table
+
+    values = {  # row_ms per launch: naive b=8 clearly slower on main60, not on set150
+        ("main60", "batching~none+batch~1"): [10.0, 10.2, 9.9],
+        ("main60", "batching~naive+batch~8"): [30.0, 30.5, 29.8],
+        ("set150", "batching~none+batch~1"): [10.0, 14.0, 6.0],
+        ("set150", "batching~naive+batch~8"): [11.0, 15.0, 7.0],
+    }
+    launches = pd.DataFrame(
+        [
+            {"model": "electra", "device": "cpu", "set": s, "variant": v, "runtime": "native"}
+            | {"status": "ok", "reason": "", "order": i, "row_ms": x, "throughput_rps": 1e3 / x}
+            | {"padding_waste": 0.1, "batch_p50_ms": x, "batch_p95_ms": x}
+            for (s, v), xs in values.items()
+            for i, x in enumerate(xs)
+        ]
+    )
+    keys, metrics = group_keys("batching"), STUDIES["batching"]["metrics"]
+    summary = summarize(launches, [*keys, "variant"], metrics)
+    comparisons = compare_latency(launches, keys, "variant", "row_ms")
+    table = study_table(summary, comparisons, "batching", "batching~none+batch~1", "main60")
+    naive = table[(table.set == "main60") & (table.variant == "batching~naive+batch~8")].iloc[0]
+    assert naive["verdict"] == "slower" and naive["reproduced"] == "no" and naive["disagreeing"] == "set150"
+    assert table[table.set == "set150"]["reproduced"].isna().all()  # flags belong to the headline set
+    latex = study_latex(table, "batching", "batching~none+batch~1", "Batching.", "tab:batching")
+    assert r"slower$^\ddagger$" in latex and "not reproduced" in latex

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-KEYS = ["device", "metric", "candidate", "baseline"]
+COMPARED = ["metric", "candidate", "baseline"]
 
 
-def replication_table(comparisons: pd.DataFrame, headline_set: str) -> pd.DataFrame:
+def replication_table(
+    comparisons: pd.DataFrame, headline_set: str, keys: tuple[str, ...] = ("device",)
+) -> pd.DataFrame:
     """One row per model x comparison on the headline set: its verdict, the verdict on every
-    other set that ran the same pair, and whether the other models agree on the headline set."""
+    other set that ran the same pair, and whether the other models agree on the headline set.
+    `keys`: what else a comparison is within besides model and set (e.g. the runtime, when a
+    study compares variants)."""
+    KEYS = [*keys, *COMPARED]
     rows = []
     for (model, *key), group in comparisons.groupby(["model", *KEYS], sort=True):
         by_set = group.set_index("set")

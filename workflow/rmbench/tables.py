@@ -89,9 +89,17 @@ def fmt_ci(mean: float, lo: float, hi: float, digits: int = 1) -> str:
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def study_table(summary: pd.DataFrame, comparisons: pd.DataFrame, study: str, baseline: str) -> pd.DataFrame:
+def replication_keys(study: str) -> tuple[str, ...]:
+    """What a study's comparisons are within, besides model and set."""
+    return tuple(k for k in group_keys(study) if k not in ("model", "set"))
+
+
+def study_table(
+    summary: pd.DataFrame, comparisons: pd.DataFrame, study: str, baseline: str, headline_set: str | None = None
+) -> pd.DataFrame:
     """One row per cell: launches, each metric with its CI, and the first metric's speed-up,
-    Welch p and verdict against the baseline."""
+    Welch p and verdict against the baseline; on the headline set, whether that verdict was
+    reproduced on the other sets and the other model (`reproduced`, `disagreeing`)."""
     layout = STUDIES[study]
     between, first = layout["between"], layout["metrics"][0]
     keys = group_keys(study)
@@ -123,7 +131,19 @@ def study_table(summary: pd.DataFrame, comparisons: pd.DataFrame, study: str, ba
                 "verdict": c["verdict"],
             }
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if headline_set is None or comparisons.empty:
+        return table
+    from .replication import replication_table
+
+    checked = replication_table(comparisons, headline_set, replication_keys(study))
+    if checked.empty:
+        return table
+    checked = checked[(checked["metric"] == first) & (checked["baseline"] == baseline)]
+    checked = checked.rename(columns={"candidate": between, "headline_set": "set"})
+    on = ["model", *replication_keys(study), "set", between]
+    flags = checked[[*on, "reproduced", "disagreeing"]]
+    return table.merge(flags, on=on, how="left")
 
 
 def _latex_escape(text: str) -> str:
@@ -186,11 +206,17 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
             elif isinstance(point, float) and not math.isnan(point):
                 cons = r["speedup_conservative"]
                 cells.append(f"{point:.2f} ({cons:.2f})" if not math.isnan(cons) else f"{point:.2f}")
-                cells.append(_latex_escape(r["verdict"]))
+                flipped = r.get("reproduced") == "no"
+                cells.append(_latex_escape(r["verdict"]) + (r"$^\ddagger$" if flipped else ""))
             else:
                 cells += ["--", "--"]
         body.append(cells)
     colspec = "l" * (len(keys) + 1) + "r" + "l" * (len(metrics) + 2)
+    if "reproduced" in table and (table["reproduced"] == "no").any():
+        caption += (
+            r" $^\ddagger$: not reproduced: the same comparison gave another verdict on a replication "
+            r"set or the other model (the CSV names which, with launch counts)."
+        )
     if "warning" in table and table["warning"].fillna("").ne("").any():
         caption += (
             r" $^\dagger$: unstable cell (launch-to-launch variation above the threshold or a trend with "

@@ -49,6 +49,7 @@ rule study_table:
     params:
         baseline=lambda wildcards: study_baseline(wildcards.study),
         caption=lambda wildcards: STUDY_CAPTIONS[wildcards.study],
+        headline_set=lambda wildcards: config["studies"][wildcards.study]["sets"][0],
     script:
         "../scripts/study_table.py"
 
@@ -161,3 +162,34 @@ rule study_figure:
         set=lambda wildcards: config["studies"][wildcards.figure]["sets"][0],
     script:
         "../scripts/study_figure.py"
+
+
+rule paper_numbers:
+    input:
+        expand("paper/tables/{study}.csv", study=enabled_studies()),
+    output:
+        "paper/tables/numbers.tex",
+    log:
+        "results/logs/paper/numbers.log",
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        headline_sets={s: config["studies"][s]["sets"][0] for s in enabled_studies()},
+    script:
+        "../scripts/paper_numbers.py"
+
+
+rule paper_pdf:
+    input:
+        "paper/main.tex",
+        PAPER_SECTIONS,
+        "paper/tables/numbers.tex",
+        study_outputs(),
+    output:
+        "paper/main.pdf",
+    log:
+        "results/logs/paper/latexmk.log",
+    conda:
+        "../../envs/paper.yaml"
+    shell:
+        "cd paper && latexmk -pdf -interaction=nonstopmode -halt-on-error main.tex > ../{log} 2>&1"

@@ -1,6 +1,7 @@
 # Config validation, the cell table and the input functions every stage shares.
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -131,6 +132,23 @@ def study_outputs():
     if "concurrency" in enabled_studies():
         outputs += ["paper/figures/concurrency.pdf", "paper/tables/concurrency_verdicts.csv"]
     return outputs
+
+
+PAPER_SECTIONS = sorted(str(p.relative_to(workflow.basedir)) for p in Path(workflow.basedir, "paper/sections").glob("*.tex"))
+
+
+def paper_targets(wildcards):
+    """Tables, figures and the numbers the text quotes; the PDF only where latexmk exists."""
+    targets = [*study_outputs(), "paper/tables/numbers.tex"]
+    if shutil.which("latexmk"):
+        return [*targets, "paper/main.pdf"]
+    print(
+        "paper: latexmk not found, so the PDF is not built; tables, figures and numbers are. "
+        "Install it (Debian: apt-get install latexmk texlive-latex-recommended) and run "
+        "`snakemake --cores 1 paper` again.",
+        file=sys.stderr,
+    )
+    return targets
 
 
 def threads():

@@ -9,7 +9,7 @@ with logged(snakemake.log[0]):
     summary = read_table(snakemake.input.summary)
     summary["reasons"] = summary["reasons"].fillna("")
     comparisons = read_table(snakemake.input.comparisons)
-    table = study_table(summary, comparisons, study, baseline)
+    table = study_table(summary, comparisons, study, baseline, snakemake.params.headline_set)
     table.to_csv(snakemake.output.csv, index=False)
     with open(snakemake.output.tex, "w") as f:
         f.write(study_latex(table, study, baseline, snakemake.params.caption, f"tab:{study}"))

@@ -1,0 +1,40 @@
+"""The paper's quoted numbers: every metric, interval, speed-up and verdict of a study table on its
+headline set becomes a LaTeX definition the text reads with \\rmnum{...}."""
+
+import math
+
+import pandas as pd
+from rmbench.paper import numbers_tex, paper_numbers
+
+
+def test_numbers_come_from_the_headline_rows_of_each_table():
+    latency = pd.DataFrame(
+        [
+            {"model": "deberta", "device": "cpu", "set": "main60", "variant": "-", "runtime": "native"}
+            | {"launches_ok": 5, "launches": 5, "p50_ms": 314.66, "p50_ms_lo": 253.9, "p50_ms_hi": 375.5}
+            | {"p95_ms": 400.0, "p95_ms_lo": math.nan, "p95_ms_hi": math.nan}
+            | {"speedup": 1.7876, "speedup_conservative": 0.78, "verdict": "not distinguishable"},
+            {"model": "deberta", "device": "cpu", "set": "rep60a", "variant": "-", "runtime": "native"}
+            | {"launches_ok": 3, "launches": 3, "p50_ms": 1.0, "p50_ms_lo": 0.5, "p50_ms_hi": 1.5},
+        ]
+    )
+    batching = pd.DataFrame(
+        [
+            {"model": "electra", "device": "cpu", "set": "main60", "runtime": "native"}
+            | {"variant": "batching~naive+batch~8", "launches_ok": 2, "launches": 3, "row_ms": 1234.5}
+            | {"speedup": 0.13, "verdict": "slower"}
+        ]
+    )
+    numbers = paper_numbers({"latency": latency, "batching": batching}, {"latency": "main60", "batching": "main60"})
+    assert numbers["latency/deberta/cpu/native/p50_ms"] == "314.7"
+    assert numbers["latency/deberta/cpu/native/p50_ms_ci"] == "[253.9, 375.5]"
+    assert numbers["latency/deberta/cpu/native/speedup"] == "1.79"
+    assert numbers["latency/deberta/cpu/native/verdict"] == "not distinguishable"
+    assert numbers["latency/deberta/cpu/native/launches"] == "5/5"
+    assert "latency/deberta/cpu/native/p95_ms_ci" not in numbers  # no interval, no number
+    assert not any("rep60a" in key or value == "1.0" for key, value in numbers.items())  # headline set only
+    assert numbers["batching/electra/cpu/native/naive-b=8/row_ms"] == "1{,}234.5"
+    assert numbers["batching/electra/cpu/native/naive-b=8/launches"] == "2/3"
+    tex = numbers_tex(numbers)
+    assert r"\rmset{batching/electra/cpu/native/naive-b=8/speedup}{0.13}" in tex
+    assert r"\newcommand{\rmnum}" in tex

@@ -1,0 +1,66 @@
+"""The numbers the paper's text quotes, as LaTeX definitions written from the study tables.
+
+The text never types a measured number: it writes \\rmnum{latency/deberta/cpu/native/speedup}
+and gets whatever the last run measured (or a bold "??" where that cell has no result).
+Keys: study / model / device / runtime [/ variant] / metric, on each study's headline set.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .tables import STUDIES, variant_label
+
+# Digits shown per metric (anything else: 2).
+DIGITS = {"p50_ms": 1, "p95_ms": 1, "row_ms": 1, "mean_us": 1, "p50_us": 1, "first_call_s": 1, "recompiles": 0}
+PREAMBLE = r"""% Written by the paper_numbers rule from paper/tables/*.csv: do not edit.
+\makeatletter
+\newcommand{\rmnum}[1]{\ifcsname rm@#1\endcsname\csname rm@#1\endcsname\else\textbf{??}\fi}
+\newcommand{\rmset}[2]{\expandafter\def\csname rm@#1\endcsname{#2}}
+\makeatother
+"""
+
+
+def _key_parts(row: pd.Series, study: str) -> list[str]:
+    parts = [row["model"], row["device"]]
+    if "runtime" in row and isinstance(row["runtime"], str):
+        parts.append(row["runtime"])
+    if "variant" in row and isinstance(row["variant"], str) and row["variant"] != "-":
+        parts.append(variant_label(row["variant"]).replace(" ", "-"))
+    return [study, *parts]
+
+
+def _format(value, digits: int) -> str | None:
+    if isinstance(value, str):
+        return value or None
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return f"{value:,.{digits}f}".replace(",", "{,}")
+
+
+def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]) -> dict[str, str]:
+    """key -> LaTeX text for every metric, interval, speed-up and verdict of every study table
+    on its headline set (launch counts too, so the text can say how many)."""
+    numbers = {}
+    for study, table in tables.items():
+        rows = table[table["set"] == headline_sets[study]]
+        for _, row in rows.iterrows():
+            key = "/".join(_key_parts(row, study))
+            values = {"launches": f"{row['launches_ok']}/{row['launches']}", "verdict": row.get("verdict")}
+            for metric in STUDIES[study]["metrics"]:
+                digits = DIGITS.get(metric, 2)
+                values[metric] = _format(row.get(metric), digits)
+                lo, hi = _format(row.get(f"{metric}_lo"), digits), _format(row.get(f"{metric}_hi"), digits)
+                values[f"{metric}_ci"] = f"[{lo}, {hi}]" if lo and hi else None
+            values["speedup"] = _format(row.get("speedup"), 2)
+            values["speedup_conservative"] = _format(row.get("speedup_conservative"), 2)
+            numbers |= {f"{key}/{name}": text for name, text in values.items() if isinstance(text, str) and text}
+    return numbers
+
+
+def numbers_tex(numbers: dict[str, str]) -> str:
+    lines = [PREAMBLE]
+    lines += [rf"\rmset{{{key}}}{{{text}}}" for key, text in sorted(numbers.items())]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,13 @@
+"""The numbers the paper quotes, as LaTeX definitions (\\rmnum{study/model/device/...})."""
+
+from pathlib import Path
+
+import _bootstrap  # noqa: F401  (makes rmbench importable)
+from rmbench.glue import logged, read_table
+from rmbench.paper import numbers_tex, paper_numbers
+
+with logged(snakemake.log[0]):
+    tables = {Path(path).stem: read_table(path) for path in snakemake.input}
+    numbers = paper_numbers(tables, snakemake.params.headline_sets)
+    Path(snakemake.output[0]).write_text(numbers_tex(numbers))
+    print(f"{len(numbers)} numbers from {len(tables)} tables")
