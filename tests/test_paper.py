@@ -25,7 +25,9 @@ def test_numbers_come_from_the_headline_rows_of_each_table():
             | {"speedup": 0.13, "verdict": "slower"}
         ]
     )
-    numbers = paper_numbers({"latency": latency, "batching": batching}, {"latency": "main60", "batching": "main60"})
+    numbers = paper_numbers(
+        {"latency": latency, "batching": batching}, {"latency": "main60", "batching": "main60"}
+    )
     assert numbers["latency/deberta/cpu/native/p50_ms"] == "314.7"
     assert numbers["latency/deberta/cpu/native/p50_ms_ci"] == "[253.9, 375.5]"
     assert numbers["latency/deberta/cpu/native/speedup"] == "1.79"

@@ -1,6 +1,7 @@
 """The smoke profile end to end on a fresh copy of the repository."""
 
 import itertools
+import re
 import shutil
 import subprocess
 import sys
@@ -150,3 +151,17 @@ def test_report_captions_every_figure_and_table(smoke_run):
     ):
         assert name in html, name
     assert "Per-row latency on the headline set" in html and "one row per cell" in html
+
+
+def test_paper_target_quotes_only_numbers_the_run_measured(smoke_run):
+    run = snakemake(smoke_run, "paper")
+    assert run.returncode == 0, run.stderr[-2000:]
+    if shutil.which("latexmk") is None:
+        assert "latexmk not found" in run.stderr
+    numbers = (smoke_run / "paper/tables/numbers.tex").read_text()
+    defined = set(re.findall(r"\\rmset\{([^}]*)\}", numbers))
+    text = "".join(p.read_text() for p in sorted((smoke_run / "paper/sections").glob("*.tex")))
+    quoted = set(re.findall(r"\\rmnum\{([^}]*)\}", text))
+    # The smoke profile runs every latency runtime on both models: each key the text quotes resolves.
+    latency = {key for key in quoted if key.startswith("latency/")}
+    assert latency and latency <= defined

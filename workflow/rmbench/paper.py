@@ -14,7 +14,15 @@ import pandas as pd
 from .tables import STUDIES, variant_label
 
 # Digits shown per metric (anything else: 2).
-DIGITS = {"p50_ms": 1, "p95_ms": 1, "row_ms": 1, "mean_us": 1, "p50_us": 1, "first_call_s": 1, "recompiles": 0}
+DIGITS = {
+    "p50_ms": 1,
+    "p95_ms": 1,
+    "row_ms": 1,
+    "mean_us": 1,
+    "p50_us": 1,
+    "first_call_s": 1,
+    "recompiles": 0,
+}
 PREAMBLE = r"""% Written by the paper_numbers rule from paper/tables/*.csv: do not edit.
 \makeatletter
 \newcommand{\rmnum}[1]{\ifcsname rm@#1\endcsname\csname rm@#1\endcsname\else\textbf{??}\fi}
@@ -56,7 +64,9 @@ def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]
                 values[f"{metric}_ci"] = f"[{lo}, {hi}]" if lo and hi else None
             values["speedup"] = _format(row.get("speedup"), 2)
             values["speedup_conservative"] = _format(row.get("speedup_conservative"), 2)
-            numbers |= {f"{key}/{name}": text for name, text in values.items() if isinstance(text, str) and text}
+            numbers |= {
+                f"{key}/{name}": text for name, text in values.items() if isinstance(text, str) and text
+            }
     return numbers
 
 

@@ -95,7 +95,11 @@ def replication_keys(study: str) -> tuple[str, ...]:
 
 
 def study_table(
-    summary: pd.DataFrame, comparisons: pd.DataFrame, study: str, baseline: str, headline_set: str | None = None
+    summary: pd.DataFrame,
+    comparisons: pd.DataFrame,
+    study: str,
+    baseline: str,
+    headline_set: str | None = None,
 ) -> pd.DataFrame:
     """One row per cell: launches, each metric with its CI, and the first metric's speed-up,
     Welch p and verdict against the baseline; on the headline set, whether that verdict was

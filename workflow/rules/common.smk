@@ -134,7 +134,10 @@ def study_outputs():
     return outputs
 
 
-PAPER_SECTIONS = sorted(str(p.relative_to(workflow.basedir)) for p in Path(workflow.basedir, "paper/sections").glob("*.tex"))
+PAPER_SECTIONS = sorted(
+    str(p.relative_to(workflow.basedir))
+    for p in Path(workflow.basedir, "paper/sections").glob("*.tex")
+)
 
 
 def paper_targets(wildcards):
