@@ -99,3 +99,16 @@ def test_verdict_list_reads_like_the_paper():
         "length_aware b=4 vs none b=1: 0.95x, CIs overlap",
     ]
     assert variant_label("zero_copy~on+prealloc~off") == "zero_copy=on, prealloc=off"
+
+
+def test_repeat_batches_copies_of_each_row_without_padding(tiny_model, rows, reference, binary):
+    lengths = [5, 9, 7]
+    batches = make_batches(lengths, "repeat", 3)
+    assert batches == [[0, 0, 0], [1, 1, 1], [2, 2, 2]] and padding_waste(lengths, batches) == 0
+    record = batching_launch(tiny_model, rows, reference, "ort_python", batching="repeat", batch=4)
+    assert record["status"] == "ok", record["reason"]
+    m = record["metrics"]  # every copy scored: throughput counts the rows scored
+    assert m["throughput_rps"] == pytest.approx(4 * len(rows) / m["wall_s"])
+    assert m["padding_waste"] == 0 and m["max_abs_err"] <= 1e-4
+    native = batching_launch(tiny_model, rows, reference, "native", str(binary), batching="repeat", batch=4)
+    assert native["status"] == "unsupported" and "no 'repeat' batching" in native["reason"]

@@ -30,12 +30,12 @@ def test_cell_table_of_the_default_config():
     #   cuda: 5 + 3 + 3 + 5 + 5), replicated on 3 sets x (eager, native) x 3 cpu launches;
     # tokenizer: 2 models x 3 tokenizers x 5; zerocopy: deberta x 2 variants x 5;
     # compile: electra x 5 variants x 2; gemm: 2 models x 3 libraries x 3;
-    # batching: 2 models x 6 variants x 2 runtimes x 3, replicated on set150 by native x 3;
+    # batching: 2 models x (6 variants native + 8 ORT-Python) x 3, replicated on set150 by native x 3;
     # concurrency: electra x (7 variants x native, ort_python + the runtimes' own: eager 2,
     #   fastapi 2, batching server 3) x 3
     assert per_study == {
         "concurrency": (2 * 7 + 2 + 2 + 3) * 3,
-        "batching": 2 * 6 * 2 * 3 + 2 * 6 * 3,
+        "batching": 2 * (6 + 8) * 3 + 2 * 6 * 3,
         "latency": 2 * (19 + 21) + 2 * 3 * 2 * 3,
         "tokenizer": 30,
         "zerocopy": 10,

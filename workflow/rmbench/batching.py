@@ -6,11 +6,15 @@ same rules (tests/test_native.py proves both give the same batches).
   length_aware: rows sorted by token length (stable), batch_size at a time
   token_budget: rows sorted by token length (stable); each batch filled while
                 rows x longest length <= token_budget and rows <= batch_size
+  repeat:       every row as a batch of batch_size copies of itself: batching without any
+                padding, so a batch's cost per row against the row alone is the batch effect
+                itself (Python runtimes only; an experiment, not a serving strategy)
 """
 
 from __future__ import annotations
 
-STRATEGIES = ("none", "naive", "length_aware", "token_budget")
+STRATEGIES = ("none", "naive", "length_aware", "token_budget")  # the native engine's too
+REPEAT = "repeat"
 DEFAULT_TOKEN_BUDGET = 4096  # the native engine's default too
 
 
@@ -18,8 +22,10 @@ def make_batches(
     lengths: list[int], strategy: str, batch_size: int, token_budget: int = 0
 ) -> list[list[int]]:
     """Groups row indices into batches (scores are put back in arrival order by the caller)."""
+    if strategy == REPEAT:
+        return [[i] * batch_size for i in range(len(lengths))]
     if strategy not in STRATEGIES:
-        raise ValueError(f"unknown batching strategy '{strategy}' ({' | '.join(STRATEGIES)})")
+        raise ValueError(f"unknown batching strategy '{strategy}' ({' | '.join([*STRATEGIES, REPEAT])})")
     order = list(range(len(lengths)))
     if strategy == "none":
         batch_size = 1
@@ -38,7 +44,7 @@ def make_batches(
 
 def padding_waste(lengths: list[int], batches: list[list[int]]) -> float:
     """Padded tokens over real tokens when each batch is padded to its longest row."""
-    real = sum(lengths)
+    real = sum(lengths[i] for b in batches for i in b)
     padded = sum(len(b) * max(lengths[i] for i in b) for b in batches)
     return (padded - real) / real if real else 0.0
 

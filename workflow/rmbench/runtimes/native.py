@@ -12,10 +12,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..batching import batch_plan
+from ..batching import STRATEGIES, batch_plan
 from ..concurrency import MODES, partitioned_threads, shard, start_together, stop_all
 from ..data import write_jsonl
-from .base import Runtime
+from .base import Runtime, Unsupported
 
 
 class NativeError(RuntimeError):
@@ -100,6 +100,10 @@ class NativeRuntime(Runtime):
         """The engine plans the same batches itself (same rules, same token lengths) and times
         them; a plan that differs from the Python one is a bug, not a measurement."""
         strategy, size, budget = batch_plan(self.options)
+        if strategy not in STRATEGIES:
+            raise Unsupported(
+                f"the native engine has no '{strategy}' batching (an experiment for the Python runtimes)"
+            )
         args = [
             "--batching",
             strategy.replace("_", "-"),
