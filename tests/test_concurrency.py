@@ -14,6 +14,7 @@ from rmbench.launch import run_launch
 from rmbench.models import load_tokenizer
 from rmbench.runtimes.ort_python import OrtPythonRuntime
 from rmbench.service import MicroBatcher, QueueFull, create_app
+from rmbench.tables import variant_label
 
 SETTINGS = {"threads": 2, "warmup_rows": 1, "timeout_s": 900, "max_length": 512, "tolerance": 1e-4}
 
@@ -54,6 +55,7 @@ def children() -> set[int]:
 def test_threads_split_the_cores_and_processes_take_every_nth_row():
     assert [partitioned_threads(8, n) for n in (1, 2, 3, 4, 8, 16)] == [8, 4, 2, 2, 1, 1]
     assert shard(7, 3) == [[0, 3, 6], [1, 4], [2, 5]]
+    assert variant_label("mode~shared+clients~8+max_batch~1") == "shared c=8 max_batch=1"
 
 
 @pytest.mark.parametrize("runtime", ["ort_python", "hf_eager", "native"])

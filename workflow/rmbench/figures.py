@@ -86,8 +86,12 @@ def concurrency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path)
     """Throughput (top) and per-request p50 latency (bottom) against the number of concurrent
     clients, one line per mode with its 95% CI band, one column per model, device and runtime."""
     ok = table[(table["launches_ok"] > 0) & (table["set"] == set_name)].copy()
-    params = ok["variant"].str.extract(r"mode~(?P<mode>[a-z_]+)\+clients~(?P<clients>\d+)")
-    ok = ok.join(params).assign(clients=lambda t: t["clients"].astype(int))
+    params = ok["variant"].str.extract(r"mode~(?P<mode>[a-z_]+)\+clients~(?P<clients>\d+)(?P<extra>.*)")
+    # A line per mode and setting (e.g. max_batch~1 of the batching server).
+    ok = ok.join(params).assign(
+        clients=lambda t: t["clients"].astype(int),
+        mode=lambda t: t["mode"] + t["extra"].str.replace("+", " ").str.replace("~", "="),
+    )
     panels = sorted(ok.groupby(["model", "device", "runtime"]).groups)
     width = max(1, len(panels))
     fig, axes = plt.subplots(2, width, figsize=(3.6 * width, 6.2), squeeze=False)
@@ -100,7 +104,7 @@ def concurrency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path)
             ax = axes[row][col]
             for mode, line in sub.groupby("mode"):
                 # Every mode starts from the one-client cell: with one client they are the same.
-                line = pd.concat([single, line]).drop_duplicates("clients").sort_values("clients")
+                line = pd.concat([line, single]).drop_duplicates("clients").sort_values("clients")
                 ax.plot(line["clients"], line[metric], marker="o", label=mode.replace("_", " "))
                 lo, hi = line[f"{metric}_lo"].fillna(line[metric]), line[f"{metric}_hi"].fillna(line[metric])
                 ax.fill_between(line["clients"], lo, hi, alpha=0.2)

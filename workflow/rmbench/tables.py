@@ -282,7 +282,8 @@ def variant_label(variant: str) -> str:
     variants as key=value pairs."""
     params = dict(part.split("~", 1) for part in variant.split("+") if "~" in part)
     if "mode" in params and "clients" in params:
-        return f"{params.pop('mode')} c={params.pop('clients')}"
+        label = f"{params.pop('mode')} c={params.pop('clients')}"
+        return " ".join([label, *(f"{k}={v}" for k, v in params.items())])
     if "batching" in params:
         label = f"{params.pop('batching')} b={params.pop('batch', '1')}"
         return " ".join([label, *(f"{k}={v}" for k, v in params.items())])
