@@ -70,6 +70,8 @@ def batching_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) ->
         if not alone.empty:
             ax.axhline(alone["throughput_rps"].iloc[0], color="black", ls="--", lw=1, label="b=1 (alone)")
         ax.set_xscale("log", base=2)
+        sizes = sorted(sub["batch"].unique())
+        ax.set_xticks(sizes, [str(b) for b in sizes])
         ax.set_xlabel("batch size")
         ax.set_ylabel("rows per second")
         ax.set_ylim(bottom=0)
