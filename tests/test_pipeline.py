@@ -99,12 +99,12 @@ def test_every_study_has_its_table(smoke_run):
     assert set(batching[batching.set == "rep60a"].runtime) == {"native"}
     verdicts = pd.read_csv(smoke_run / "paper/tables/batching_verdicts.csv")
     assert verdicts.statement.str.match(
-        r"^(naive|length_aware|token_budget) b=4 .*vs none b=1: \d+\.\d\dx, CIs"
+        r"^(naive|length_aware|token_budget|repeat) b=\d .*vs none b=1: \d+\.\d\dx, CIs"
     ).all()
     assert (smoke_run / "paper/figures/batching.pdf").stat().st_size > 1000
     concurrency = pd.read_csv(smoke_run / "paper/tables/concurrency.csv")
-    # native and ort_python x 4 variants, eager x 2, fastapi and batching server x 2
-    assert len(concurrency) == 2 * 4 + 2 + 2 * 2 and (concurrency.launches_ok == 2).all()
+    # ORT-Python x 4 smoke variants, native its default's own 6, eager 2, fastapi and batching server 2
+    assert len(concurrency) == 4 + 6 + 2 + 2 * 2 and (concurrency.launches_ok == 2).all()
     assert (concurrency.throughput_rps > 0).all() and (concurrency.p95_ms >= concurrency.p50_ms).all()
     verdicts = pd.read_csv(smoke_run / "paper/tables/concurrency_verdicts.csv")
     assert set(verdicts.kind) == {"vs one client", "service vs engine"}
