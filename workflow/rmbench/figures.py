@@ -19,6 +19,14 @@ def save(fig, pdf_path: str | Path) -> None:
     plt.close(fig)
 
 
+def finish(fig, axes, has_panels: bool, title: str, pdf_path: str | Path) -> None:
+    """Titles the figure (saying so when no launch succeeded) and writes it."""
+    if not has_panels:
+        axes[0][0].text(0.5, 0.5, "no successful launches", ha="center", va="center")
+    fig.suptitle(title, fontsize=10)
+    save(fig, pdf_path)
+
+
 def latency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
     """Per-launch-median latency (mean and 95% CI across launches) per runtime, one panel per
     model and device that has results."""
@@ -40,10 +48,13 @@ def latency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> 
         ax.set_ylim(bottom=0)
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=8)
-    if not panels:
-        axes[0][0].text(0.5, 0.5, "no successful launches", ha="center", va="center")
-    fig.suptitle(f"Latency per row on {set_name}: mean of per-launch p50/p95, 95% CI", fontsize=10)
-    save(fig, pdf_path)
+    finish(
+        fig,
+        axes,
+        bool(panels),
+        f"Latency per row on {set_name}: mean of per-launch p50/p95, 95% CI",
+        pdf_path,
+    )
 
 
 def batching_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
@@ -78,10 +89,13 @@ def batching_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) ->
         ax.set_title(f"{model}, {runtime} ({device})", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    if not panels:
-        axes[0][0].text(0.5, 0.5, "no successful launches", ha="center", va="center")
-    fig.suptitle(f"Throughput by batching strategy on {set_name}: mean over launches, 95% CI", fontsize=10)
-    save(fig, pdf_path)
+    finish(
+        fig,
+        axes,
+        bool(panels),
+        f"Throughput by batching strategy on {set_name}: mean over launches, 95% CI",
+        pdf_path,
+    )
 
 
 def concurrency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
@@ -119,10 +133,7 @@ def concurrency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path)
             if row == 0:
                 ax.set_title(f"{model}, {runtime} ({device})", fontsize=9)
                 ax.legend(fontsize=6)
-    if not panels:
-        axes[0][0].text(0.5, 0.5, "no successful launches", ha="center", va="center")
-    fig.suptitle(f"Concurrency on {set_name}: mean over launches, 95% CI", fontsize=10)
-    save(fig, pdf_path)
+    finish(fig, axes, bool(panels), f"Concurrency on {set_name}: mean over launches, 95% CI", pdf_path)
 
 
 # The studies with a figure of their own (rule study_figure): paper/figures/<study>.pdf
