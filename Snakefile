@@ -15,6 +15,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/native.smk"
+include: "workflow/rules/precision.smk"
 include: "workflow/rules/bench.smk"
 include: "workflow/rules/analysis.smk"
 
@@ -25,6 +26,7 @@ rule all:
         expand("results/correctness/{model}.json", model=used_models()),
         expand("results/correctness/{model}_native.json", model=native_models()),
         study_outputs(),
+        ["results/notebook/analysis.ipynb"] if figure_studies() else [],
 
 
 rule paper:

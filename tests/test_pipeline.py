@@ -115,6 +115,40 @@ def test_every_study_has_its_table(smoke_run):
     assert len(native) == 4 and set(native.reproduced) <= {"yes", "no"}  # 2 models x 2 metrics
 
 
+def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
+    table = pd.read_csv(smoke_run / "paper/tables/decomposition.csv")
+    assert set(table.step) == {
+        "hf_eager precision=fp32",
+        "hf_eager precision=bf16",
+        "torch_compile freezing=off",
+        "torch_compile freezing=on",
+        "ort_python graph=disabled",
+        "ort_python graph=basic",
+        "ort_python graph=all",
+        "ort_python graph=all precision=int8",
+        "native precision=fp32",
+        "native precision=int8",
+    }
+    # every launch ok: reduced precision reproduced its own gated scores, fp32 the reference
+    assert (table.launches_ok == 2).all() and (table.gflops > 0).all()
+    assert table[table.step != "hf_eager precision=fp32"].speedup.notna().all()
+    fidelity = pd.read_csv(smoke_run / "paper/tables/fidelity.csv")
+    assert set(fidelity.step) == {
+        "hf_eager precision=bf16",
+        "ort_python graph=all precision=int8",
+        "native precision=int8",
+    }
+    assert (
+        fidelity.gate.isin(["passed", "failed"]).all() and fidelity.preference_agreement.between(0, 1).all()
+    )
+    assert ((fidelity.preference_agreement >= 0.99) == (fidelity.gate == "passed")).all()
+    assert (fidelity.pairs == 12).all() and fidelity.speedup_vs_ort_fp32.notna().all()
+    gap = pd.read_csv(smoke_run / "paper/tables/decomposition_gap.csv")
+    # the ORT levels' shares add up to the whole eager -> ORT gap
+    assert abs(gap.share_of_gap.sum() - 1) < 1e-9 and gap.fraction_of_ceiling.notna().all()
+    assert (smoke_run / "paper/figures/decomposition.pdf").stat().st_size > 1000
+
+
 def test_launches_ran_interleaved_and_their_order_is_recorded(smoke_run):
     launches = pd.read_csv(smoke_run / "results/tables/latency/launches.csv")
     ran = launches[launches.status == "ok"].sort_values("order")
@@ -166,3 +200,65 @@ def test_paper_target_quotes_only_numbers_the_run_measured(smoke_run):
     # The smoke profile runs every latency runtime on both models: each key the text quotes resolves.
     latency = {key for key in quoted if key.startswith("latency/")}
     assert latency and latency <= defined
+
+
+def test_paper_tables_regenerate_from_raw_launches_without_rerunning_any(smoke_run):
+    import json
+
+    import numpy as np
+    from scipy import stats
+
+    for stale in ("results/tables/latency", "paper/tables/latency.csv", "paper/tables/latency.tex"):
+        shutil.rmtree(smoke_run / stale) if (smoke_run / stale).is_dir() else (smoke_run / stale).unlink()
+    run = snakemake(smoke_run, "paper/tables/latency.csv")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "rule cell:" not in run.stdout + run.stderr and "launch_table" in run.stdout + run.stderr
+    table = pd.read_csv(smoke_run / "paper/tables/latency.csv").set_index(
+        ["model", "device", "set", "runtime"]
+    )
+
+    # Independently of rmbench: each ok launch file's own per-row latencies -> its p50 -> the
+    # cell's mean and 95% t-interval, and the speed-up against HF eager.
+    p50s = {}
+    for path in (smoke_run / "results/cells/latency").rglob("launch~*.json"):
+        record = json.loads(path.read_text())
+        if record["status"] == "ok":
+            cell = record["cell"]
+            key = (cell["model"], cell["device"], cell["params"].removeprefix("set~"), cell["runtime"])
+            p50s.setdefault(key, []).append(np.percentile(record["metrics"]["latencies_ms"], 50))
+    assert len(p50s) == 10 + 2 * 2  # 5 runtimes x 2 models on main60, eager and native on rep60a
+    for key, values in p50s.items():
+        row, x = table.loc[key], np.array(values)
+        half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+        assert row.launches_ok == len(x)
+        assert np.allclose(
+            [row.p50_ms, row.p50_ms_lo, row.p50_ms_hi], [x.mean(), x.mean() - half, x.mean() + half]
+        )
+        if key[3] != "hf_eager":
+            eager = np.mean(p50s[(*key[:3], "hf_eager")])
+            assert np.isclose(row.speedup, eager / x.mean())
+
+
+def test_notebook_recomputes_the_statistics_and_stops_when_a_table_disagrees(smoke_run):
+    import json
+
+    run = snakemake(smoke_run, "results/notebook/analysis.ipynb")
+    assert run.returncode == 0, run.stderr[-2000:]
+    executed = json.loads((smoke_run / "results/notebook/analysis.ipynb").read_text())
+    outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    printed = "".join("".join(o.get("text", "")) for o in outputs)
+    for study in ("latency", "batching", "concurrency"):
+        assert re.search(rf"{study}: \d+ cells agree", printed), printed[-2000:]
+        assert (smoke_run / f"results/notebook/{study}.png").stat().st_size > 1000
+
+    table = smoke_run / "paper/tables/concurrency.csv"
+    original = table.read_text()
+    tampered = pd.read_csv(table)
+    tampered.loc[0, "p50_ms"] *= 1.01
+    tampered.to_csv(table, index=False)
+    try:
+        run = snakemake(smoke_run, "results/notebook/analysis.ipynb")
+        assert run.returncode != 0 and "concurrency" in (smoke_run / "results/logs/notebook.log").read_text()
+    finally:
+        table.write_text(original)

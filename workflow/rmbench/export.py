@@ -31,15 +31,30 @@ def export_onnx(model_dir: Path, out_path: Path, opset: int) -> None:
             shutil.move(str(f), out_path.parent / f.name.replace("model.onnx", out_path.name))
 
 
-def ort_session(onnx_path: Path, threads: int, device: str = "cpu"):
-    """An InferenceSession with the project's thread settings (one intra-op pool, sequential)."""
+# ONNX Runtime's graph optimization levels (the decomposition study steps through them):
+# basic folds constants and drops redundant nodes, extended fuses (attention, GELU, layer norm),
+# all adds layout transformations.
+GRAPH_LEVELS = ("disabled", "basic", "extended", "all")
+
+
+def ort_session(onnx_path: Path, threads: int, device: str = "cpu", graph: str = "all"):
+    """An InferenceSession with the project's thread settings (one intra-op pool, sequential)
+    and a graph optimization level (GRAPH_LEVELS)."""
     import onnxruntime as ort
 
+    if graph not in GRAPH_LEVELS:
+        raise ValueError(f"graph optimization level must be one of {', '.join(GRAPH_LEVELS)}, not {graph}")
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    level = ort.GraphOptimizationLevel
+    options.graph_optimization_level = {
+        "disabled": level.ORT_DISABLE_ALL,
+        "basic": level.ORT_ENABLE_BASIC,
+        "extended": level.ORT_ENABLE_EXTENDED,
+        "all": level.ORT_ENABLE_ALL,
+    }[graph]
     providers = ["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
     return ort.InferenceSession(str(onnx_path), options, providers=providers)
 

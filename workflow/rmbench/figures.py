@@ -138,3 +138,43 @@ def concurrency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path)
 
 # The studies with a figure of their own (rule study_figure): paper/figures/<study>.pdf
 FIGURES = {"latency": latency_figure, "batching": batching_figure, "concurrency": concurrency_figure}
+
+
+def decomposition_figure(
+    table: pd.DataFrame,
+    set_name: str,
+    pdf_path: str | Path,
+    ceilings: dict[str, tuple[str, float]] | None = None,
+) -> None:
+    """Per model: each step's per-row p50 (top) and achieved GFLOP/s (bottom) with 95% CIs, the
+    measured fp32 GEMM ceiling as a dashed line where the gemm study ran."""
+    ok = table[(table["launches_ok"] > 0) & (table["set"] == set_name)]
+    panels = sorted(ok.groupby(["model", "device"]).groups)
+    width = max(1, len(panels))
+    fig, axes = plt.subplots(2, width, figsize=(5.5 * width, 7.0), squeeze=False)
+    for col, (model, device) in enumerate(panels):
+        sub = ok[(ok["model"] == model) & (ok["device"] == device)]
+        x = range(len(sub))
+        for row, (metric, label) in enumerate(
+            (("p50_ms", "per-row p50, ms"), ("gflops", "achieved GFLOP/s"))
+        ):
+            ax = axes[row][col]
+            mean = sub[metric]
+            err = [mean - sub[f"{metric}_lo"].fillna(mean), sub[f"{metric}_hi"].fillna(mean) - mean]
+            ax.bar(x, mean, yerr=err, capsize=3, color="tab:blue" if row == 0 else "tab:green", alpha=0.8)
+            if row == 1 and ceilings and model in ceilings:
+                library, rate = ceilings[model]
+                ax.axhline(rate, color="black", linestyle="--", label=f"fp32 GEMM ceiling ({library})")
+                ax.legend(fontsize=7)
+            ax.set_xticks(list(x), sub["step"], rotation=60, ha="right", fontsize=7)
+            ax.set_ylabel(label)
+            ax.grid(axis="y", alpha=0.3)
+            if row == 0:
+                ax.set_title(f"{model} ({device})")
+    finish(
+        fig,
+        axes,
+        bool(panels),
+        f"Where the speed comes from on {set_name}: mean over launches, 95% CI",
+        pdf_path,
+    )

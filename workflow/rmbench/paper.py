@@ -37,7 +37,25 @@ def _key_parts(row: pd.Series, study: str) -> list[str]:
         parts.append(row["runtime"])
     if "variant" in row and isinstance(row["variant"], str) and row["variant"] != "-":
         parts.append(variant_label(row["variant"]).replace(" ", "-"))
+    if "step" in row and isinstance(row["step"], str):  # 'ort_python graph=all' -> ort_python-graph=all
+        parts.append(row["step"].replace(" ", "-"))
     return [study, *parts]
+
+
+def fidelity_numbers(table: pd.DataFrame) -> dict[str, str]:
+    """fidelity/<model>/<step>/<name>: the gate's agreement (percent), verdict and speed-ups."""
+    numbers = {}
+    for _, row in table.iterrows():
+        key = f"fidelity/{row['model']}/{row['step'].replace(' ', '-')}"
+        values = {
+            "agreement": _format(100 * row["preference_agreement"], 1),
+            "flipped": str(row["flipped"]),
+            "gate": row["gate"],
+            "speedup_vs_own_fp32": _format(row.get("speedup_vs_own_fp32"), 2),
+            "speedup_vs_ort_fp32": _format(row.get("speedup_vs_ort_fp32"), 2),
+        }
+        numbers |= {f"{key}/{name}": text for name, text in values.items() if isinstance(text, str) and text}
+    return numbers
 
 
 def _format(value, digits: int) -> str | None:
@@ -53,6 +71,9 @@ def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]
     on its headline set (launch counts too, so the text can say how many)."""
     numbers = {}
     for study, table in tables.items():
+        if study == "fidelity":
+            numbers |= fidelity_numbers(table)
+            continue
         rows = table[table["set"] == headline_sets[study]]
         for _, row in rows.iterrows():
             key = "/".join(_key_parts(row, study))

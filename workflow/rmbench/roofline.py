@@ -13,6 +13,13 @@ import pandas as pd
 from .stats import t_interval
 
 
+def ceilings(gemm_summary: pd.DataFrame) -> dict[str, tuple[str, float]]:
+    """Per model: the library with the best measured GEMM rate, and that rate (GFLOP/s)."""
+    found = gemm_summary[gemm_summary["launches_ok"] > 0]
+    best = found.loc[found.groupby("model")["gflops"].idxmax()]
+    return {r.model: (r.runtime, float(r.gflops)) for r in best.itertuples()}
+
+
 def roofline_table(
     latency_launches: pd.DataFrame, gemm_summary: pd.DataFrame, headline_set: str
 ) -> pd.DataFrame:
@@ -21,12 +28,12 @@ def roofline_table(
         & (latency_launches["set"] == headline_set)
         & (latency_launches["device"] == "cpu")
     ]
+    best = ceilings(gemm_summary)
     rows = []
     for (model, runtime), group in ok.groupby(["model", "runtime"], sort=True):
-        gemm = gemm_summary[(gemm_summary["model"] == model) & (gemm_summary["launches_ok"] > 0)]
-        if gemm.empty:
+        if model not in best:
             continue
-        best = gemm.loc[gemm["gflops"].idxmax()]
+        library, ceiling = best[model]
         achieved = t_interval(group["gflops"].to_numpy())
         rows.append(
             {
@@ -36,9 +43,9 @@ def roofline_table(
                 "achieved_gflops": achieved.mean,
                 "achieved_lo": achieved.lo,
                 "achieved_hi": achieved.hi,
-                "ceiling_library": best["runtime"],
-                "ceiling_gflops": best["gflops"],
-                "fraction_of_ceiling": achieved.mean / best["gflops"],
+                "ceiling_library": library,
+                "ceiling_gflops": ceiling,
+                "fraction_of_ceiling": achieved.mean / ceiling,
                 "threads": int(group["threads"].iloc[0]),
             }
         )

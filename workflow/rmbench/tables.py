@@ -43,6 +43,14 @@ STUDIES = {
         "metrics": ["row_ms", "throughput_rps", "p50_ms", "p95_ms"],
         "report_only": ["throughput_rps", "p50_ms", "p95_ms"],
     },
+    # Steps from eager to ONNX Runtime and past fp32: each runtime x variant is one step
+    # (e.g. "ort_python graph=basic"), compared with every other step of the same model.
+    "decomposition": {
+        "between": "step",
+        "within": ["model", "device", "set"],
+        "metrics": ["p50_ms", "p95_ms", "gflops"],
+        "report_only": ["gflops"],
+    },
 }
 GROUP_KEYS = ["model", "device", "set", "variant", "runtime"]
 
@@ -53,7 +61,14 @@ def compared_metrics(study: str) -> list[str]:
 
 
 def group_keys(study: str) -> list[str]:
-    return [k for k in GROUP_KEYS if k != STUDIES[study]["between"]]
+    """What a study's comparisons stay within (every key but the compared one, unless it says)."""
+    layout = STUDIES[study]
+    return layout.get("within") or [k for k in GROUP_KEYS if k != layout["between"]]
+
+
+def step_name(runtime: str, params: dict) -> str:
+    """A runtime and its variant as one name: 'ort_python graph=basic' (the decomposition's steps)."""
+    return " ".join([runtime, *(f"{k}={v}" for k, v in params.items() if k != "set")])
 
 
 def launch_row(record: dict) -> dict:
@@ -62,6 +77,7 @@ def launch_row(record: dict) -> dict:
     params = parse_params(cell["params"])
     row = {k: cell[k] for k in CELL_KEYS} | params
     row["variant"] = "+".join(f"{k}~{v}" for k, v in params.items() if k != "set") or "-"
+    row["step"] = step_name(cell["runtime"], params)
     row |= {"status": record["status"], "reason": record.get("reason") or ""}
     row |= {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     row |= {

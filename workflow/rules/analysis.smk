@@ -164,9 +164,66 @@ rule study_figure:
         "../scripts/study_figure.py"
 
 
+rule decomposition_tables:
+    input:
+        unpack(decomposition_inputs),
+    output:
+        gap_csv=report(
+            "paper/tables/decomposition_gap.csv",
+            caption="../report/derived_table.rst",
+            category="Tables",
+        ),
+        gap_tex="paper/tables/decomposition_gap.tex",
+        fidelity_csv=report(
+            "paper/tables/fidelity.csv", caption="../report/derived_table.rst", category="Tables"
+        ),
+        fidelity_tex="paper/tables/fidelity.tex",
+        pdf="paper/figures/decomposition.pdf",
+        png=report(
+            "paper/figures/decomposition.png",
+            caption="../report/study_figure.rst",
+            category="Figures",
+        ),
+    log:
+        "results/logs/paper/decomposition_tables.log",
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        baseline=study_baseline("decomposition"),
+        headline_set=config["studies"]["decomposition"]["sets"][0],
+        min_agreement=config["fidelity"]["min_agreement"],
+    script:
+        "../scripts/decomposition_tables.py"
+
+
+rule notebook:
+    """Executes the analysis notebook: it recomputes every figure study's statistics from the
+    tidy launch tables, stops if the pipeline's tables disagree, and redraws the figures."""
+    input:
+        notebook="notebooks/analysis.ipynb",
+        launches=expand("results/tables/{study}/launches.csv", study=figure_studies()),
+        tables=expand("paper/tables/{study}.csv", study=figure_studies()),
+    output:
+        notebook="results/notebook/analysis.ipynb",
+        figures=expand("results/notebook/{study}.{ext}", study=figure_studies(), ext=["pdf", "png"]),
+    log:
+        "results/logs/notebook.log",
+    conda:
+        "../../envs/notebook.yaml"
+    params:
+        parameters=notebook_parameters(),
+    script:
+        "../scripts/notebook.py"
+
+
 rule paper_numbers:
     input:
         expand("paper/tables/{study}.csv", study=enabled_studies()),
+        (
+            ["paper/tables/fidelity.csv"]
+            if "decomposition" in enabled_studies()
+            else []
+        ),
     output:
         "paper/tables/numbers.tex",
     log:

@@ -19,10 +19,12 @@ from rmbench.cells import (
     parse_params,
 )
 from rmbench.figures import FIGURES
-from rmbench.tables import STUDIES
+from rmbench.precision import check_variants, onnx_file
+from rmbench.tables import STUDIES, step_name
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 check_references(config)
+check_variants(config)
 
 CELLS = cell_table(config)
 PRIORITIES = launch_priorities(CELLS, config["launch"]["order_seed"])
@@ -33,6 +35,7 @@ SETUP_PRIORITY = len(PRIORITIES) + 1
 # full 24-layer models need a few GB each. Its wall-clock limit is the launch timeout plus setup.
 CELL_MEM_MB = 16000
 CELL_RUNTIME_MIN = int(config["launch"]["timeout_s"] // 60) + 10
+FIDELITY_PATH = "results/fidelity/{model}/{runtime}/{params}.json"
 NATIVE_SOURCES = sorted(  # relative, so that a storage provider maps them like every other input
     os.path.relpath(p, workflow.basedir)
     for p in Path(workflow.basedir, "native").rglob("*")
@@ -93,6 +96,12 @@ STUDY_CAPTIONS = {
         "p95, mean over launches, 95\\% t-interval in brackets. Speed-up against one client on a "
         "shared engine is the throughput ratio; launches that ran out of memory are counted, not hidden."
     ),
+    "decomposition": (
+        "Where the speed comes from and past fp32: per-row latency of each step (a runtime and its "
+        "setting: ONNX Runtime graph optimization level, torch.compile freezing, int8 or bf16), mean over "
+        "launches of per-launch p50 and p95 and achieved GFLOP/s, 95\\% t-interval in brackets; speed-up "
+        "against eager PyTorch in fp32. Reduced-precision steps must also pass the fidelity gate (fidelity table)."
+    ),
     "zerocopy": (
         "Zero-copy inputs and preallocated buffers on vs off in the native engine: per-row latency, "
         "mean over launches of per-launch p50 and p95, 95\\% t-interval in brackets."
@@ -105,6 +114,9 @@ def study_baseline(study):
     cfg = config["studies"][study]
     if STUDIES[study]["between"] == "variant":
         return format_params(cfg["variants"][0])
+    if STUDIES[study]["between"] == "step":  # the first runtime's first variant
+        runtime, runtime_cfg = next(iter(cfg["runtimes"].items()))
+        return step_name(runtime, (runtime_cfg.get("variants") or cfg.get("variants") or [{}])[0])
     return cfg.get("baseline") or next(iter(cfg["runtimes"]))
 
 
@@ -131,7 +143,46 @@ def study_outputs():
         outputs += ["paper/figures/batching.pdf", "paper/tables/batching_verdicts.csv"]
     if "concurrency" in enabled_studies():
         outputs += ["paper/figures/concurrency.pdf", "paper/tables/concurrency_verdicts.csv"]
+    if "decomposition" in enabled_studies():
+        outputs += ["paper/tables/decomposition_gap.tex", "paper/tables/fidelity.tex"]
     return outputs
+
+
+def decomposition_inputs(wildcards):
+    """The study's statistics and table, every reduced-precision variant's fidelity report, and
+    the GEMM ceiling where the gemm study runs."""
+    inputs = {
+        "summary": "results/tables/decomposition/summary.csv",
+        "comparisons": "results/tables/decomposition/comparisons.csv",
+        "table": "paper/tables/decomposition.csv",
+        "fidelity": sorted(
+            {
+                FIDELITY_PATH.format(**cell)
+                for cell in CELLS
+                if cell["study"] == "decomposition"
+                and parse_params(cell["params"]).get("precision", "fp32") != "fp32"
+            }
+        ),
+    }
+    if "gemm" in enabled_studies():
+        inputs["gemm"] = "results/tables/gemm/summary.csv"
+    return inputs
+
+
+def figure_studies():
+    """The enabled studies with a figure: the analysis notebook recomputes and draws these."""
+    return [study for study in enabled_studies() if study in FIGURES]
+
+
+def notebook_parameters():
+    """What the notebook's parameters cell receives."""
+    return {
+        "tables": "results/tables",
+        "paper_tables": "paper/tables",
+        "out": "results/notebook",
+        "studies": figure_studies(),
+        "headline_sets": {s: config["studies"][s]["sets"][0] for s in figure_studies()},
+    }
 
 
 PAPER_SECTIONS = sorted(
@@ -173,6 +224,31 @@ def tokenizer_inputs(wildcards):
     return {}
 
 
+def precision_of(wildcards):
+    return parse_params(wildcards.params).get("precision", "fp32")
+
+
+def scoring_inputs(wildcards):
+    """The model, rows, ONNX file and gates a scoring job needs: its precision's ONNX file
+    (int8: the quantized copy; bf16 runs in torch), behind the fp32 parity gate."""
+    set_name = parse_params(wildcards.params)["set"]
+    precision = precision_of(wildcards)
+    inputs = {
+        "model": f"results/models/{wildcards.model}",
+        "rows": f"results/data/{set_name}.jsonl",
+        "onnx": onnx_file(wildcards.model, "int8" if precision == "int8" else "fp32"),
+        "parity": f"results/correctness/{wildcards.model}.json",
+    }
+    if wildcards.runtime == "native":
+        inputs["binary"] = "results/native/bin/rmscore"
+        inputs["native_parity"] = f"results/correctness/{wildcards.model}_native.json"
+    return inputs
+
+
+def fidelity_inputs(wildcards):
+    return scoring_inputs(wildcards) | {"fp32_onnx": onnx_file(wildcards.model, "fp32")}
+
+
 def cell_inputs(wildcards):
     set_name = parse_params(wildcards.params)["set"]
     inputs = {"model": f"results/models/{wildcards.model}"}
@@ -182,14 +258,15 @@ def cell_inputs(wildcards):
     if wildcards.runtime == "native":
         inputs["binary"] = "results/native/bin/rmscore"
         inputs["native_parity"] = f"results/correctness/{wildcards.model}_native.json"
-    if (
-        wildcards.study != "tokenizer"
-    ):  # scoring cells: behind the parity gate, checked against the reference
-        inputs |= {
-            "onnx": f"results/onnx/{wildcards.model}/model.onnx",
-            "parity": f"results/correctness/{wildcards.model}.json",
-            "reference": f"results/reference/{wildcards.model}/{set_name}.json",
-        }
+    if wildcards.study == "tokenizer":
+        return inputs
+    # Scoring cells: behind the parity gate, checked against the reference; a reduced-precision
+    # cell against its own scores from the fidelity gate (which compares them with fp32).
+    inputs |= scoring_inputs(wildcards)
+    if precision_of(wildcards) == "fp32":
+        inputs["reference"] = f"results/reference/{wildcards.model}/{set_name}.json"
+    else:
+        inputs["reference"] = FIDELITY_PATH.format(**wildcards)
     return inputs
 
 
@@ -211,6 +288,8 @@ def cell_settings(wildcards):
         ],
         "repeat": study.get("repeat", 1),
     }
+    if precision_of(wildcards) != "fp32":  # against its own gated scores (see rule fidelity)
+        settings["tolerance"] = config["fidelity"]["launch_tolerance"]
     options = study["runtimes"][wildcards.runtime].get("options")
     if options:
         settings["options"] = options

@@ -14,7 +14,14 @@ def torch_unavailable_reason(device: str) -> str | None:
     return None
 
 
+# Precisions the torch runtimes take (option `precision`): bf16 runs the forward pass under
+# CPU/CUDA autocast, so matmuls and linear layers take bfloat16 and the score comes back as float.
+TORCH_PRECISIONS = ("fp32", "bf16")
+
+
 class HFEagerRuntime(Runtime):
+    """Options: precision (fp32 | bf16, default fp32)."""
+
     name = "hf_eager"
 
     @classmethod
@@ -24,6 +31,11 @@ class HFEagerRuntime(Runtime):
     def load(self) -> None:
         import torch
 
+        self.precision = self.options.get("precision", "fp32")
+        if self.precision not in TORCH_PRECISIONS:
+            raise ValueError(
+                f"{self.name}: precision must be one of {', '.join(TORCH_PRECISIONS)}, not {self.precision}"
+            )
         torch.set_num_threads(self.threads)
         self.torch = torch
         self.tokenizer = load_tokenizer(self.model_dir)
@@ -34,10 +46,20 @@ class HFEagerRuntime(Runtime):
             # OpenMP's thread count is per calling thread: a service scores in worker threads.
             self.torch.set_num_threads(self.threads)
         enc = encode(self.tokenizer, pairs, "pt", self.max_length).to(self.device)
-        with self.torch.inference_mode():
+        with self.torch.inference_mode(), self.autocast():
             return self.model(**enc).logits[:, 0].float().cpu().tolist()
+
+    def autocast(self):
+        """bfloat16 autocast for precision bf16; a no-op context for fp32."""
+        return self.torch.autocast(self.device, dtype=self.torch.bfloat16, enabled=self.precision == "bf16")
 
     def describe(self) -> dict:
         import torch
 
-        return super().describe() | {"torch": torch.__version__, "torch_threads": torch.get_num_threads()}
+        return super().describe() | {
+            "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "precision": self.precision,
+            # which BLAS / oneDNN / ISA torch dispatches to: the kernel side of the eager -> ORT gap
+            "torch_config": torch.__config__.show(),
+        }

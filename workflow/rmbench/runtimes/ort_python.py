@@ -8,6 +8,9 @@ from .base import Runtime
 
 
 class OrtPythonRuntime(Runtime):
+    """Options: graph, ONNX Runtime's graph optimization level (disabled | basic | extended | all,
+    default all). Reduced precision comes as another ONNX file (the cell's onnx input)."""
+
     name = "ort_python"
     needs_onnx = True
 
@@ -23,7 +26,8 @@ class OrtPythonRuntime(Runtime):
 
     def load(self) -> None:
         self.tokenizer = load_tokenizer(self.model_dir)
-        self.session = ort_session(self.onnx_path, self.threads, self.device)
+        self.graph = self.options.get("graph", "all")
+        self.session = ort_session(self.onnx_path, self.threads, self.device, self.graph)
 
     def score(self, pairs):
         return ort_scores(self.session, self.tokenizer, pairs, self.max_length).tolist()
@@ -38,4 +42,6 @@ class OrtPythonRuntime(Runtime):
             "providers": self.session.get_providers(),
             "intra_op_threads": options.intra_op_num_threads,
             "inter_op_threads": options.inter_op_num_threads,
+            "graph_optimization": self.graph,
+            "onnx": str(self.onnx_path),
         }

@@ -6,6 +6,9 @@ Options (from the config's runtime options or the cell's parameters):
   dynamic after the first shape change; false recompiles for every new length);
 - bucket: pad every input up to a multiple of this many tokens (0 = no padding), so that fewer
   distinct lengths reach the compiler;
+- freezing: on | off (default off), Inductor's freezing: weights become constants, so
+  computations that depend only on them (DeBERTa's relative-position projections) are folded;
+- precision: fp32 | bf16, as for HF eager (autocast around the compiled call);
 - cache: warm | cold. warm keeps Inductor's on-disk cache in `cache_root` across launches; cold
   gives each launch an empty one. Each launch records whether the cache it found held entries.
 
@@ -40,7 +43,13 @@ class TorchCompileRuntime(HFEagerRuntime):
         self.mode = self.options.get("mode", "default")
         self.bucket = int(self.options.get("bucket", 0))
         self.cache = self.options.get("cache", "warm")
+        self.freezing = str(self.options.get("freezing", "off"))
+        if self.freezing not in ("on", "off"):
+            raise ValueError(f"torch_compile: freezing must be on or off, not {self.freezing}")
         super().load()
+        import torch._inductor.config
+
+        torch._inductor.config.freezing = self.freezing == "on"
         self.cache_dir = self._cache_dir()
         self.cache_warm = self.cache_dir.is_dir() and any(self.cache_dir.iterdir())
         # Inductor reads the variable when it first needs its cache: at the first compiled call.
@@ -60,6 +69,8 @@ class TorchCompileRuntime(HFEagerRuntime):
         root = Path(self.options.get("cache_root") or Path(tempfile.gettempdir()) / "rmbench-inductor")
         # One folder per torch version and setting: entries of another never count as warm.
         setting = f"{self.mode}-dynamic-{self.dynamic}-bucket-{self.bucket}"
+        if self.freezing == "on" or self.precision != "fp32":
+            setting += f"-freezing-{self.freezing}-{self.precision}"
         return root / f"torch-{self.torch.__version__}" / setting
 
     @staticmethod
@@ -72,7 +83,7 @@ class TorchCompileRuntime(HFEagerRuntime):
         enc = encode(self.tokenizer, pairs, "pt", self.max_length, self.bucket or None).to(self.device)
         frames = self._counters()["frames"]["total"]
         start = time.perf_counter()
-        with self.torch.inference_mode():
+        with self.torch.inference_mode(), self.autocast():
             scores = self.compiled(**enc).logits[:, 0].float().cpu().tolist()
         if self.first_call_s is None:
             self.first_call_s = time.perf_counter() - start
@@ -110,6 +121,7 @@ class TorchCompileRuntime(HFEagerRuntime):
             "dynamic": self.dynamic,
             "bucket": self.bucket,
             "cache": self.cache,
+            "freezing": self.freezing,
             "cache_dir": str(self.cache_dir),
             "cache_warm": self.cache_warm,
         }

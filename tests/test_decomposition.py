@@ -1,0 +1,212 @@
+"""The decomposition study's parts: ORT graph levels, torch precisions and freezing, int8
+quantization, the fidelity gate, and the gap and fidelity tables computed by hand."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from rmbench.decomposition import fidelity_table, fp32_counterparts, gap_table
+from rmbench.errors import RmbenchError
+from rmbench.export import reference_scores
+from rmbench.precision import check_variants, fidelity_report, preference_fidelity, quantize_int8
+from rmbench.runtimes import runtime_class
+from rmbench.tables import launch_row, step_name
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_model):
+    return reference_scores(tiny_model["model"], tiny_model["rows"], threads=1)
+
+
+def engine(tiny_model, name, onnx=None, **options):
+    runtime = runtime_class(name)(tiny_model["model"], onnx or tiny_model["onnx"], "cpu", 1, 512, options)
+    runtime.load()
+    return runtime
+
+
+def pairs(tiny_model, reply="response"):
+    return [(r["prompt"], r[reply]) for r in tiny_model["rows"]]
+
+
+@pytest.mark.parametrize("graph", ["disabled", "basic", "extended", "all"])
+def test_every_ort_graph_level_scores_like_the_reference(tiny_model, reference, graph):
+    runtime = engine(tiny_model, "ort_python", graph=graph)
+    assert runtime.describe()["graph_optimization"] == graph
+    assert np.allclose(runtime.score(pairs(tiny_model)), reference, atol=1e-4)
+
+
+def test_an_unknown_graph_level_is_refused(tiny_model):
+    with pytest.raises(ValueError, match="graph optimization level must be one of"):
+        engine(tiny_model, "ort_python", graph="everything")
+
+
+def test_bf16_autocast_changes_scores_a_little_and_fp32_not_at_all(tiny_model, reference):
+    fp32 = engine(tiny_model, "hf_eager", precision="fp32").score(pairs(tiny_model))
+    bf16 = engine(tiny_model, "hf_eager", precision="bf16")
+    scores = bf16.score(pairs(tiny_model))
+    assert np.allclose(fp32, reference, atol=1e-5)
+    assert 0 < np.abs(np.subtract(scores, reference)).max() < 0.5  # bfloat16 keeps 8 bits of mantissa
+    assert bf16.describe()["precision"] == "bf16" and "torch_config" in bf16.describe()
+    with pytest.raises(ValueError, match="precision must be one of fp32, bf16"):
+        engine(tiny_model, "hf_eager", precision="int8")
+
+
+def test_torch_compile_with_freezing_scores_like_the_reference(tiny_model, reference, tmp_path):
+    runtime = engine(tiny_model, "torch_compile", freezing="on", cache_root=str(tmp_path))
+    assert np.allclose(runtime.score(pairs(tiny_model)[:3]), reference[:3], atol=1e-4)
+    assert runtime.describe()["freezing"] == "on" and "freezing-on" in runtime.describe()["cache_dir"]
+
+
+@pytest.fixture(scope="module")
+def int8_onnx(tiny_model, tmp_path_factory):
+    path = tmp_path_factory.mktemp("int8") / "model.int8.onnx"
+    quantize_int8(tiny_model["onnx"], path, "qint8", per_channel=False, reduce_range=False)
+    return path
+
+
+def test_int8_file_has_integer_matmuls_and_scores_near_fp32(tiny_model, reference, int8_onnx):
+    import onnx
+
+    ops = {node.op_type for node in onnx.load(str(int8_onnx)).graph.node}
+    assert ops & {"MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}
+    scores = engine(tiny_model, "ort_python", onnx=int8_onnx).score(pairs(tiny_model))
+    errors = np.abs(np.subtract(scores, reference))
+    assert errors.max() > 1e-6 and errors.max() < 1.0  # quantized: not fp32, not garbage
+
+
+def test_preference_fidelity_by_hand():
+    found = preference_fidelity(
+        [1.0, 0.2, -1.0, 0.5], [0.0, 0.3, -2.0, 0.4], [1.1, 0.4, -1.0, 0.3], [0.1, 0.1, -2.1, 0.5]
+    )
+    # pairs: agree (1>0, 1.1>0.1), flip (0.2<0.3 but 0.4>0.1), agree, flip (0.5>0.4 but 0.3<0.5)
+    assert found["preference_agreement"] == 0.5 and found["flipped"] == 2
+    assert math.isclose(found["max_abs_delta"], 0.2)  # |0.2-0.4|, |0.2-0.0|... the largest is 0.2
+    assert math.isclose(found["flipped_max_fp32_margin"], 0.3)  # |0.4-0.1|; |0.3-0.5| = 0.2
+    assert math.isclose(found["mean_abs_delta"], np.mean([0.1, 0.2, 0, 0.2, 0.1, 0.2, 0.1, 0.1]))
+
+
+def test_fidelity_gate_passes_fp32_against_itself_and_reports_int8(tiny_model, int8_onnx):
+    fp32 = engine(tiny_model, "ort_python")
+    same = fidelity_report(engine(tiny_model, "ort_python", graph="basic"), fp32, tiny_model["rows"], 0.99)
+    assert same["passed"] and same["preference_agreement"] == 1.0 and same["max_abs_delta"] < 1e-4
+    int8 = fidelity_report(engine(tiny_model, "ort_python", onnx=int8_onnx), fp32, tiny_model["rows"], 1.0)
+    assert int8["pairs"] == len(tiny_model["rows"]) and len(int8["rejected_scores"]) == int8["pairs"]
+    assert int8["passed"] == (int8["preference_agreement"] >= 1.0) and int8["max_abs_delta"] > 1e-6
+    rows = [{k: v for k, v in r.items() if k != "rejected"} for r in tiny_model["rows"]]
+    with pytest.raises(RmbenchError, match="no 'rejected' reply"):
+        fidelity_report(fp32, fp32, rows, 0.99)
+
+
+def test_native_engine_loads_the_int8_file_and_matches_ort_python(tiny_model, int8_onnx, binary):
+    # Row by row in both: dynamic quantization scales each call's activations as a whole, so a
+    # padded batch scores its rows differently from the rows alone.
+    ort = engine(tiny_model, "ort_python", onnx=int8_onnx).time_rows_alone(pairs(tiny_model), 0)["scores"]
+    native = engine(tiny_model, "native", onnx=int8_onnx, binary=str(binary))
+    assert np.allclose(native.time_rows_alone(pairs(tiny_model), 0)["scores"], ort, atol=1e-4)
+
+
+def test_variants_a_runtime_lacks_stop_the_config():
+    config = {"studies": {"decomposition": {"runtimes": {"native": {"variants": [{"precision": "bf16"}]}}}}}
+    with pytest.raises(RmbenchError, match="native: variant precision=bf16 is not supported"):
+        check_variants(config)
+    config["studies"]["decomposition"]["runtimes"] = {"ort_python": {"variants": [{"graph": "basic"}]}}
+    check_variants(config)
+
+
+def test_steps_name_runtime_and_variant():
+    assert step_name("ort_python", {"set": "main60", "graph": "all", "precision": "int8"}) == (
+        "ort_python graph=all precision=int8"
+    )
+    assert fp32_counterparts("ort_python graph=all precision=int8")[1] == "ort_python graph=all"
+    assert fp32_counterparts("native precision=int8") == ["native precision=fp32", "native"]
+    record = {
+        "cell": {
+            "study": "decomposition",
+            "model": "m",
+            "device": "cpu",
+            "runtime": "native",
+            "params": "set~s+precision~int8",
+            "launch": 1,
+        },
+        "settings": {"threads": 2},
+        "status": "ok",
+    }
+    assert launch_row(record)["step"] == "native precision=int8"
+
+
+def summary_row(step, p50, gflops=10.0):
+    return {
+        "model": "m",
+        "device": "cpu",
+        "set": "s",
+        "step": step,
+        "launches_ok": 3,
+        "p50_ms": p50,
+        "p50_ms_lo": p50 - 1,
+        "p50_ms_hi": p50 + 1,
+        "gflops": gflops,
+    }
+
+
+def test_gap_table_attributes_the_eager_to_ort_gap_by_hand():
+    summary = pd.DataFrame(
+        [
+            summary_row("hf_eager precision=fp32", 100.0),
+            summary_row("ort_python graph=disabled", 70.0),
+            summary_row("ort_python graph=basic", 60.0),
+            summary_row("ort_python graph=extended", 52.0),
+            summary_row("ort_python graph=all", 50.0, gflops=40.0),
+            summary_row("torch_compile freezing=off", 90.0),
+            summary_row("torch_compile freezing=on", 80.0),
+        ]
+    )
+    gap = gap_table(summary, "hf_eager precision=fp32", {"m": ("onnxruntime", 80.0)}).set_index("step")
+    assert list(gap["share_of_gap"].round(2).fillna(-1)) == [-1, 0.6, 0.2, 0.16, 0.04, -1, -1]
+    assert gap.loc["torch_compile freezing=on", "saves_ms"] == 10.0  # against compile without freezing
+    assert gap.loc["torch_compile freezing=off", "saves_ms"] == 10.0  # against eager
+    assert gap.loc["ort_python graph=all", "fraction_of_ceiling"] == 0.5
+    assert gap.loc["ort_python graph=all", "speedup_vs_eager"] == 2.0
+
+
+def test_fidelity_table_joins_gate_and_speedups():
+    report = {
+        "model": "m",
+        "runtime": "native",
+        "params": "set~s+precision~int8",
+        "pairs": 60,
+        "preference_agreement": 0.95,
+        "flipped": 3,
+        "max_abs_delta": 0.4,
+        "mean_abs_delta": 0.1,
+        "fp32_median_margin": 0.8,
+        "passed": False,
+        "min_agreement": 0.99,
+    }
+    comparisons = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "device": "cpu",
+                "set": "s",
+                "metric": "p50_ms",
+                "candidate": "native precision=int8",
+                "baseline": base,
+                "speedup": ratio,
+                "speedup_conservative": ratio - 0.2,
+                "verdict": "faster",
+            }
+            for base, ratio in (
+                ("native precision=fp32", 1.4),
+                ("ort_python graph=all", 1.5),
+                ("native", 9.0),
+            )
+        ]
+    )
+    row = fidelity_table([report], comparisons).iloc[0]
+    assert row["gate"] == "failed" and row["step"] == "native precision=int8"
+    assert row["speedup_vs_ort_fp32"] == 1.5 and row["conservative_vs_ort_fp32"] == 1.3
+    assert row["vs_own_fp32"] == "native precision=fp32" and row["speedup_vs_own_fp32"] == 1.4
+    # no comparison against fp32 ORT on another set: no number is made up
+    other = fidelity_table([report | {"params": "set~t+precision~int8"}], comparisons).iloc[0]
+    assert math.isnan(other["speedup_vs_ort_fp32"]) and other["verdict_vs_ort_fp32"] == ""

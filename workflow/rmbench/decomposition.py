@@ -1,0 +1,204 @@
+"""Where the eager -> ONNX Runtime speed-up comes from, and what reduced precision buys.
+
+From the decomposition study's statistics (one step = one runtime x variant):
+- gap_table: per model, the p50 of eager and of ORT at each graph optimization level, and the
+  share of the eager -> ORT (all) gap that each step closes: kernels and runtime (eager -> ORT
+  with graph optimizations disabled), constant folding and node elimination (-> basic), fusions
+  (-> extended), layout transformations (-> all); plus torch.compile's freezing, and the achieved
+  GFLOP/s of every step against the measured GEMM ceiling where the gemm study ran.
+- fidelity_table: every reduced-precision variant's gate (preference agreement, |delta|) beside
+  its speed-up against the same runtime in fp32 and against fp32 ONNX Runtime, with CIs' verdicts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+
+from .tables import fmt_ci, simple_latex
+
+# The ONNX Runtime graph levels in order, and what each step adds (config steps are
+# "ort_python graph=<level>"; ORT-Python without a graph key runs at "all").
+ORT_STEPS = [
+    ("disabled", "kernels and runtime (eager -> ORT, no graph optimization)"),
+    ("basic", "constant folding, redundant nodes"),
+    ("extended", "fusions (attention, GELU, layer norm)"),
+    ("all", "layout transformations"),
+]
+ORT_FP32 = "ort_python graph=all"
+
+
+def fp32_counterparts(step: str) -> list[str]:
+    """The names the same runtime and settings may have in fp32, in order of preference:
+    'native precision=int8' -> ['native precision=fp32', 'native']."""
+    return [re.sub(r"precision=\w+", "precision=fp32", step), re.sub(r" precision=\w+", "", step)]
+
+
+def _metric(summary: pd.DataFrame, step: str, metric: str = "p50_ms") -> float:
+    row = summary[(summary["step"] == step) & (summary["launches_ok"] > 0)]
+    return float(row[metric].iloc[0]) if len(row) else math.nan
+
+
+def gap_table(
+    summary: pd.DataFrame, baseline: str, ceilings: dict[str, tuple[str, float]] | None = None
+) -> pd.DataFrame:
+    """One row per model and step of the eager -> ORT path and of eager -> torch.compile ->
+    freezing: p50 with its CI, the milliseconds it saves against the step before, that as a share
+    of the whole eager -> ORT gap (ORT path), achieved GFLOP/s and the fraction of the ceiling."""
+    chains = [
+        [(baseline, "eager (reference)")] + [(f"ort_python graph={lvl}", what) for lvl, what in ORT_STEPS],
+        [
+            (baseline, "eager (reference)"),
+            ("torch_compile freezing=off", "torch.compile (Inductor)"),
+            ("torch_compile freezing=on", "Inductor freezing: weights as constants"),
+        ],
+    ]
+    ceilings = ceilings or {}
+    rows = []
+    for (model, device, set_name), group in summary.groupby(["model", "device", "set"], sort=True):
+        p50 = {step: _metric(group, step) for step in group["step"]}
+        total = p50.get(baseline, math.nan) - p50.get(ORT_FP32, math.nan)
+        for chain_index, chain in enumerate(chains):
+            before = math.nan
+            for step, what in chain:
+                if math.isnan(p50.get(step, math.nan)):
+                    continue  # not configured (a step skipped closes its gap in the next one)
+                if not (chain_index > 0 and step == baseline):  # eager is listed once
+                    saved = before - p50[step]
+                    gflops = _metric(group, step, "gflops")
+                    rows.append(
+                        {
+                            "model": model,
+                            "device": device,
+                            "set": set_name,
+                            "step": step,
+                            "adds": what,
+                            "p50_ms": p50[step],
+                            "p50_ms_lo": _metric(group, step, "p50_ms_lo"),
+                            "p50_ms_hi": _metric(group, step, "p50_ms_hi"),
+                            "speedup_vs_eager": p50.get(baseline, math.nan) / p50[step],
+                            "saves_ms": saved,
+                            "share_of_gap": saved / total if chain_index == 0 and total > 0 else math.nan,
+                            "gflops": gflops,
+                            "fraction_of_ceiling": gflops / ceilings.get(model, ("", math.nan))[1],
+                        }
+                    )
+                before = p50[step]
+    return pd.DataFrame(rows)
+
+
+def fidelity_table(reports: list[dict], comparisons: pd.DataFrame) -> pd.DataFrame:
+    """One row per reduced-precision variant: the gate's numbers and verdict, and its p50 speed-up
+    (point, conservative bound, verdict) against its own runtime in fp32 and against fp32 ORT."""
+    vs = comparisons[comparisons["metric"] == "p50_ms"].set_index(
+        ["model", "device", "set", "candidate", "baseline"]
+    )
+    rows = []
+    for r in reports:
+        params = dict(part.split("~", 1) for part in r["params"].split("+"))
+        set_name = params.pop("set")
+        step = " ".join([r["runtime"], *(f"{k}={v}" for k, v in params.items())])
+        row = {
+            "model": r["model"],
+            "set": set_name,
+            "step": step,
+            "precision": params.get("precision", "fp32"),
+            "pairs": r["pairs"],
+            "preference_agreement": r["preference_agreement"],
+            "flipped": r["flipped"],
+            "max_abs_delta": r["max_abs_delta"],
+            "mean_abs_delta": r["mean_abs_delta"],
+            "fp32_median_margin": r["fp32_median_margin"],
+            "gate": "passed" if r["passed"] else "failed",
+            "min_agreement": r["min_agreement"],
+        }
+        for label, names in (("own_fp32", fp32_counterparts(step)), ("ort_fp32", [ORT_FP32])):
+            keys = [(r["model"], "cpu", set_name, step, name) for name in names]
+            key = next((k for k in keys if k in vs.index), keys[0])
+            baseline, found = key[-1], vs.loc[key] if key in vs.index else None
+            row |= {
+                f"vs_{label}": baseline,
+                f"speedup_vs_{label}": found["speedup"] if found is not None else math.nan,
+                f"conservative_vs_{label}": found["speedup_conservative"] if found is not None else math.nan,
+                f"verdict_vs_{label}": found["verdict"] if found is not None else "",
+            }
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _pct(value: float) -> str:
+    return "--" if math.isnan(value) else f"{100 * value:.0f}%"
+
+
+def _speedup(point: float, conservative: float, verdict: str) -> str:
+    return "--" if math.isnan(point) else f"{point:.2f}x ({conservative:.2f}) {verdict}"
+
+
+def gap_latex(gap: pd.DataFrame, set_name: str) -> str:
+    shown = gap.assign(
+        p50=[fmt_ci(r.p50_ms, r.p50_ms_lo, r.p50_ms_hi) for r in gap.itertuples()],
+        speedup=[f"{s:.2f}x" for s in gap["speedup_vs_eager"]],
+        saves=["--" if math.isnan(s) else f"{s:.1f}" for s in gap["saves_ms"]],
+        share=[_pct(s) for s in gap["share_of_gap"]],
+        ceiling=[_pct(f) for f in gap["fraction_of_ceiling"]],
+    )
+    columns = {
+        "model": "Model",
+        "step": "Step",
+        "adds": "What the step adds",
+        "p50": "p50 ms [95% CI]",
+        "speedup": "vs eager",
+        "saves": "Saves ms",
+        "share": "Of the eager-ORT gap",
+        "ceiling": "Of GEMM ceiling",
+    }
+    caption = (
+        f"Where the CPU speed-up comes from on {set_name}: per-row p50 (mean over launches, 95\\% "
+        "t-interval) of eager PyTorch, ONNX Runtime at each graph optimization level, and torch.compile "
+        "with and without freezing; the milliseconds each step saves against the one before it, as a share "
+        "of the whole eager to ONNX Runtime (all optimizations) gap, and achieved GFLOP/s as a share of the "
+        "best measured fp32 GEMM rate. Intervals and verdicts of every pair are in the decomposition table."
+    )
+    return simple_latex(shown, columns, caption, "tab:decomposition-gap")
+
+
+def fidelity_latex(fidelity: pd.DataFrame, min_agreement: float) -> str:
+    shown = fidelity.assign(
+        agreement=[f"{100 * a:.1f}%" for a in fidelity["preference_agreement"]],
+        delta=[f"{m:.3g} / {x:.3g}" for m, x in zip(fidelity["mean_abs_delta"], fidelity["max_abs_delta"])],
+        own=[
+            _speedup(*values)
+            for values in zip(
+                fidelity["speedup_vs_own_fp32"],
+                fidelity["conservative_vs_own_fp32"],
+                fidelity["verdict_vs_own_fp32"],
+            )
+        ],
+        ort=[
+            _speedup(*values)
+            for values in zip(
+                fidelity["speedup_vs_ort_fp32"],
+                fidelity["conservative_vs_ort_fp32"],
+                fidelity["verdict_vs_ort_fp32"],
+            )
+        ],
+    )
+    columns = {
+        "model": "Model",
+        "step": "Variant",
+        "pairs": "Pairs",
+        "agreement": "Preference agrees",
+        "delta": "Score change, mean / max",
+        "gate": "Gate",
+        "own": "p50 vs own fp32 (cons.)",
+        "ort": "p50 vs fp32 ORT (cons.)",
+    }
+    caption = (
+        "Reduced precision behind the fidelity gate: over every (chosen, rejected) pair of the set, the "
+        "share whose preference agrees with fp32 ONNX Runtime, and the change of the scores; a variant "
+        f"below {100 * min_agreement:g}\\% agreement is marked failed, whatever its speed. Speed-ups are "
+        "per-row p50 ratios (conservative bound in parentheses) with the verdict of non-overlapping intervals."
+    )
+    return simple_latex(shown, columns, caption, "tab:fidelity")

@@ -1,0 +1,120 @@
+"""Reduced precision behind a fidelity gate (the decomposition study).
+
+int8: ONNX Runtime's dynamic quantization of the exported model's MatMul weights (activations
+are quantized per call; on x86 with AVX512-VNNI, MLAS runs the u8 x s8 kernels). The ORT-Python
+runtime and the native engine both load the quantized file. bf16: autocast in the torch runtimes.
+
+A faster variant that changes which reply wins is not faster. The gate scores every row's chosen
+and rejected reply with the variant and with fp32 ONNX Runtime (the parity-gated reference
+engine), and reports per-row |delta score| and the share of (chosen, rejected) pairs whose
+preference agrees with fp32; below the configured share the variant is marked failed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .errors import RmbenchError
+
+# What each runtime of the decomposition study takes, by variant key.
+VARIANT_VALUES = {
+    "hf_eager": {"precision": ("fp32", "bf16")},
+    "torch_compile": {"precision": ("fp32", "bf16"), "freezing": ("on", "off")},
+    "ort_python": {"precision": ("fp32", "int8"), "graph": ("disabled", "basic", "extended", "all")},
+    "native": {"precision": ("fp32", "int8")},
+}
+
+
+def onnx_file(model: str, precision: str) -> str:
+    """The ONNX file a cell of this precision loads (int8: the quantized copy)."""
+    suffix = "" if precision == "fp32" else f".{precision}"
+    return f"results/onnx/{model}/model{suffix}.onnx"
+
+
+def check_variants(config: dict) -> None:
+    """Stops with a clear message when a decomposition variant asks a runtime for something it lacks."""
+    study = config["studies"].get("decomposition")
+    if not study or not study.get("enabled", True):
+        return
+    for runtime, cfg in study["runtimes"].items():
+        allowed = VARIANT_VALUES[runtime]
+        for variant in cfg.get("variants") or study.get("variants") or [{}]:
+            for key, value in variant.items():
+                if key not in allowed or str(value) not in allowed[key]:
+                    choices = "; ".join(f"{k}: {', '.join(v)}" for k, v in allowed.items())
+                    raise RmbenchError(
+                        f"studies.decomposition.runtimes.{runtime}: variant {key}={value} is not "
+                        f"supported (this runtime takes {choices})"
+                    )
+
+
+def quantize_int8(src: Path, dst: Path, weight_type: str, per_channel: bool, reduce_range: bool) -> None:
+    """Dynamic int8 quantization of every MatMul with a constant weight."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    types = {"qint8": QuantType.QInt8, "quint8": QuantType.QUInt8}
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+    quantize_dynamic(
+        str(src),
+        str(dst),
+        weight_type=types[weight_type],
+        per_channel=per_channel,
+        reduce_range=reduce_range,
+        op_types_to_quantize=["MatMul"],
+        extra_options={"MatMulConstBOnly": True},
+    )
+
+
+def preference_fidelity(
+    chosen: list[float], rejected: list[float], fp32_chosen: list[float], fp32_rejected: list[float]
+) -> dict:
+    """Per-row |delta| of the chosen reply's score, and the share of pairs whose preference
+    (chosen scores above rejected) is the same as fp32's."""
+    chosen, rejected = np.asarray(chosen, float), np.asarray(rejected, float)
+    fp32_chosen, fp32_rejected = np.asarray(fp32_chosen, float), np.asarray(fp32_rejected, float)
+    delta = np.abs(np.concatenate([chosen - fp32_chosen, rejected - fp32_rejected]))
+    agree = (chosen > rejected) == (fp32_chosen > fp32_rejected)
+    margin = np.abs(fp32_chosen - fp32_rejected)
+    return {
+        "pairs": len(chosen),
+        "max_abs_delta": float(delta.max()),
+        "mean_abs_delta": float(delta.mean()),
+        "preference_agreement": float(agree.mean()),
+        "flipped": int((~agree).sum()),
+        # how close the flipped pairs were in fp32 (small margins flip first)
+        "flipped_max_fp32_margin": float(margin[~agree].max()) if (~agree).any() else 0.0,
+        "fp32_median_margin": float(np.median(margin)),
+    }
+
+
+def fidelity_report(variant_runtime, reference_runtime, rows: list[dict], min_agreement: float) -> dict:
+    """Scores every row's chosen and rejected reply, each alone, with the variant and the fp32
+    reference runtime (both loaded), and applies the gate."""
+    missing = [r["id"] for r in rows if "rejected" not in r]
+    if missing:
+        raise RmbenchError(f"rows {missing[:3]} have no 'rejected' reply: rebuild the sample set")
+    chosen_pairs = [(r["prompt"], r["response"]) for r in rows]
+    rejected_pairs = [(r["prompt"], r["rejected"]) for r in rows]
+    scores = {}
+    for name, runtime in (("variant", variant_runtime), ("fp32", reference_runtime)):
+        for side, pairs in (("chosen", chosen_pairs), ("rejected", rejected_pairs)):
+            scores[name, side] = runtime.time_rows_alone(pairs, 0)["scores"]
+    found = preference_fidelity(
+        scores["variant", "chosen"],
+        scores["variant", "rejected"],
+        scores["fp32", "chosen"],
+        scores["fp32", "rejected"],
+    )
+    return {
+        "ids": [r["id"] for r in rows],
+        # The variant's own scores of the chosen replies: what its launches must reproduce.
+        "scores": scores["variant", "chosen"],
+        "rejected_scores": scores["variant", "rejected"],
+        "fp32_scores": scores["fp32", "chosen"],
+        "fp32_rejected_scores": scores["fp32", "rejected"],
+        **found,
+        "min_agreement": min_agreement,
+        "passed": found["preference_agreement"] >= min_agreement,
+    }

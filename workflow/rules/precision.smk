@@ -1,0 +1,43 @@
+# Reduced precision (decomposition study): the int8 ONNX file, and the fidelity gate every
+# reduced-precision variant passes through before its launches are checked against it.
+
+
+rule quantize_onnx:
+    input:
+        "results/onnx/{model}/model.onnx",
+    output:
+        "results/onnx/{model}/model.int8.onnx",
+    log:
+        "results/logs/onnx/{model}_int8.log",
+    priority: SETUP_PRIORITY
+    conda:
+        "../../envs/bench.yaml"
+    resources:
+        mem_mb=12000,
+    params:
+        quantization=config["quantization"],
+    script:
+        "../scripts/quantize_onnx.py"
+
+
+rule fidelity:
+    input:
+        unpack(fidelity_inputs),
+    output:
+        FIDELITY_PATH,
+    log:
+        "results/logs/fidelity/{model}/{runtime}/{params}.log",
+    priority: SETUP_PRIORITY
+    conda:
+        "../../envs/bench.yaml"
+    threads: threads()
+    params:
+        threads=threads(),
+        max_length=config["data"]["max_length"],
+        options=lambda wildcards: config["studies"]["decomposition"]["runtimes"][
+            wildcards.runtime
+        ].get("options", {}),
+        fidelity=config["fidelity"],
+        repo=workflow.basedir,
+    script:
+        "../scripts/fidelity.py"

@@ -1,0 +1,22 @@
+"""The decomposition study's derived outputs: the eager -> ORT gap by step, the fidelity table of
+every reduced-precision variant, and the figure (p50 and achieved GFLOP/s per step vs the ceiling)."""
+
+import _bootstrap  # noqa: F401  (makes rmbench importable)
+from rmbench.decomposition import fidelity_latex, fidelity_table, gap_latex, gap_table
+from rmbench.figures import decomposition_figure
+from rmbench.glue import logged, read_json, read_table
+from rmbench.roofline import ceilings
+
+with logged(snakemake.log[0]):
+    inp, out, par = snakemake.input, snakemake.output, snakemake.params
+    best = ceilings(read_table(inp.gemm)) if inp.get("gemm") else {}
+    summary = read_table(inp.summary)
+    gap = gap_table(summary[summary["set"] == par.headline_set], par.baseline, best)
+    gap.to_csv(out.gap_csv, index=False)
+    with open(out.gap_tex, "w") as f:
+        f.write(gap_latex(gap, par.headline_set))
+    fidelity = fidelity_table([read_json(p) for p in inp.fidelity], read_table(inp.comparisons))
+    fidelity.to_csv(out.fidelity_csv, index=False)
+    with open(out.fidelity_tex, "w") as f:
+        f.write(fidelity_latex(fidelity, par.min_agreement))
+    decomposition_figure(read_table(inp.table), par.headline_set, out.pdf, best)

@@ -1,0 +1,34 @@
+"""The fidelity gate of one reduced-precision variant: its scores of every chosen and rejected
+reply against fp32 ONNX Runtime's (rmbench.precision)."""
+
+from pathlib import Path
+
+import _bootstrap  # noqa: F401  (makes rmbench importable)
+from rmbench.cells import parse_params
+from rmbench.data import load_set
+from rmbench.glue import logged, write_json
+from rmbench.precision import fidelity_report
+from rmbench.runtimes import runtime_class
+
+with logged(snakemake.log[0]):
+    w, inp, par = snakemake.wildcards, snakemake.input, snakemake.params
+    params = parse_params(w.params)
+    options = par.options | {k: v for k, v in params.items() if k != "set"}
+    options |= {"binary": inp.get("binary"), "cache_root": str(Path(par.repo, "results/inductor-cache"))}
+    common = {"model_dir": inp.model, "device": "cpu", "threads": par.threads, "max_length": par.max_length}
+    variant = runtime_class(w.runtime)(onnx_path=inp.onnx, options=options, **common)
+    fp32 = runtime_class("ort_python")(onnx_path=inp.fp32_onnx, **common)
+    try:
+        variant.load()
+        fp32.load()
+        report = fidelity_report(variant, fp32, load_set(inp.rows), par.fidelity["min_agreement"])
+    finally:
+        variant.close()
+        fp32.close()
+    report |= {"model": w.model, "runtime": w.runtime, "params": w.params, "threads": par.threads}
+    write_json(report, snakemake.output[0])
+    verdict = "passed" if report["passed"] else "FAILED (its launches run; the tables mark it failed)"
+    print(
+        f"{w.model} {w.runtime} {w.params}: preference agreement {report['preference_agreement']:.3f} "
+        f"(gate {report['min_agreement']}), max |delta| {report['max_abs_delta']:.3g}: {verdict}"
+    )

@@ -1,0 +1,9 @@
+"""The int8 copy of an exported model (dynamic quantization of its MatMul weights)."""
+
+import _bootstrap  # noqa: F401  (makes rmbench importable)
+from rmbench.glue import logged
+from rmbench.precision import quantize_int8
+
+with logged(snakemake.log[0]):
+    quantize_int8(snakemake.input[0], snakemake.output[0], **snakemake.params.quantization)
+    print(f"{snakemake.output[0]}: {snakemake.params.quantization}")
