@@ -133,7 +133,10 @@ def _pct(value: float) -> str:
 
 
 def _speedup(point: float, conservative: float, verdict: str) -> str:
-    return "--" if math.isnan(point) else f"{point:.2f}x ({conservative:.2f}) {verdict}"
+    if math.isnan(point):
+        return "--"
+    bound = "" if math.isnan(conservative) else f" ({conservative:.2f})"
+    return f"{point:.2f}x{bound} {verdict}"
 
 
 def gap_latex(gap: pd.DataFrame, set_name: str) -> str:

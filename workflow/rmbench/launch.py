@@ -122,6 +122,7 @@ SCENARIOS = {
     "latency": latency_scenario,
     "zerocopy": latency_scenario,
     "compile": latency_scenario,
+    "decomposition": latency_scenario,
     "batching": batching_scenario,
     "concurrency": concurrency_scenario,
 }

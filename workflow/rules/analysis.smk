@@ -219,11 +219,7 @@ rule notebook:
 rule paper_numbers:
     input:
         expand("paper/tables/{study}.csv", study=enabled_studies()),
-        (
-            ["paper/tables/fidelity.csv"]
-            if "decomposition" in enabled_studies()
-            else []
-        ),
+        (["paper/tables/fidelity.csv"] if "decomposition" in enabled_studies() else []),
     output:
         "paper/tables/numbers.tex",
     log:

@@ -60,6 +60,8 @@ class HFEagerRuntime(Runtime):
             "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(),
             "precision": self.precision,
+            # whether oneDNN has bf16 kernels for this CPU (else bf16 takes a slow reference path)
+            "onednn_bf16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
             # which BLAS / oneDNN / ISA torch dispatches to: the kernel side of the eager -> ORT gap
             "torch_config": torch.__config__.show(),
         }
