@@ -210,3 +210,31 @@ def test_fidelity_table_joins_gate_and_speedups():
     # no comparison against fp32 ORT on another set: no number is made up
     other = fidelity_table([report | {"params": "set~t+precision~int8"}], comparisons).iloc[0]
     assert math.isnan(other["speedup_vs_ort_fp32"]) and other["verdict_vs_ort_fp32"] == ""
+
+
+def test_transformers_optimizer_fuses_and_keeps_scores(tiny_model, reference, tmp_path):
+    from rmbench.export import optimize_for_transformers
+
+    fused = optimize_for_transformers(tiny_model["onnx"], tmp_path / "model.opt.onnx", tiny_model["model"])
+    assert sum(fused.values()) > 0, fused  # an ELECTRA encoder is BERT-like: something fused
+    scores = engine(tiny_model, "ort_python", onnx=tmp_path / "model.opt.onnx").score(pairs(tiny_model))
+    assert np.allclose(scores, reference, atol=1e-4)
+
+
+def test_onnx_file_per_variant_and_the_combination_not_built():
+    from rmbench.precision import onnx_file
+
+    assert onnx_file("m") == "results/onnx/m/model.onnx"
+    assert onnx_file("m", "int8") == "results/onnx/m/model.int8.onnx"
+    assert onnx_file("m", optimizer="transformers") == "results/onnx/m/model.opt.onnx"
+    with pytest.raises(RmbenchError, match="not built"):
+        onnx_file("m", "int8", "transformers")
+    config = {
+        "studies": {
+            "decomposition": {
+                "runtimes": {"native": {"variants": [{"precision": "int8", "optimizer": "transformers"}]}}
+            }
+        }
+    }
+    with pytest.raises(RmbenchError, match="use one of them per variant"):
+        check_variants(config)

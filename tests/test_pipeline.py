@@ -125,6 +125,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
         "ort_python graph=disabled",
         "ort_python graph=basic",
         "ort_python graph=all",
+        "ort_python graph=all optimizer=transformers",
         "ort_python graph=all precision=int8",
         "native precision=fp32",
         "native precision=int8",
@@ -144,8 +145,9 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     assert ((fidelity.preference_agreement >= 0.99) == (fidelity.gate == "passed")).all()
     assert (fidelity.pairs == 12).all() and fidelity.speedup_vs_ort_fp32.notna().all()
     gap = pd.read_csv(smoke_run / "paper/tables/decomposition_gap.csv")
-    # the ORT levels' shares add up to the whole eager -> ORT gap
-    assert abs(gap.share_of_gap.sum() - 1) < 1e-9 and gap.fraction_of_ceiling.notna().all()
+    # the ORT levels' shares add up to the whole eager -> ORT gap (the transformers optimizer goes beyond it)
+    levels = gap[gap.step.str.match(r"ort_python graph=\w+$")]
+    assert abs(levels.share_of_gap.sum() - 1) < 1e-9 and gap.fraction_of_ceiling.notna().all()
     assert (smoke_run / "paper/figures/decomposition.pdf").stat().st_size > 1000
 
 

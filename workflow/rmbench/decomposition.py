@@ -4,7 +4,8 @@ From the decomposition study's statistics (one step = one runtime x variant):
 - gap_table: per model, the p50 of eager and of ORT at each graph optimization level, and the
   share of the eager -> ORT (all) gap that each step closes: kernels and runtime (eager -> ORT
   with graph optimizations disabled), constant folding and node elimination (-> basic), fusions
-  (-> extended), layout transformations (-> all); plus torch.compile's freezing, and the achieved
+  (-> extended), layout transformations (-> all), then onnxruntime.transformers' offline fusions
+  (beyond the gap: its share can pass 100%); plus torch.compile's freezing, and the achieved
   GFLOP/s of every step against the measured GEMM ceiling where the gemm study ran.
 - fidelity_table: every reduced-precision variant's gate (preference agreement, |delta|) beside
   its speed-up against the same runtime in fp32 and against fp32 ONNX Runtime, with CIs' verdicts.
@@ -48,7 +49,9 @@ def gap_table(
     freezing: p50 with its CI, the milliseconds it saves against the step before, that as a share
     of the whole eager -> ORT gap (ORT path), achieved GFLOP/s and the fraction of the ceiling."""
     chains = [
-        [(baseline, "eager (reference)")] + [(f"ort_python graph={lvl}", what) for lvl, what in ORT_STEPS],
+        [(baseline, "eager (reference)")]
+        + [(f"ort_python graph={lvl}", what) for lvl, what in ORT_STEPS]
+        + [(f"{ORT_FP32} optimizer=transformers", "onnxruntime.transformers offline fusions")],
         [
             (baseline, "eager (reference)"),
             ("torch_compile freezing=off", "torch.compile (Inductor)"),

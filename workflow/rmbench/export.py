@@ -31,6 +31,28 @@ def export_onnx(model_dir: Path, out_path: Path, opset: int) -> None:
             shutil.move(str(f), out_path.parent / f.name.replace("model.onnx", out_path.name))
 
 
+def optimize_for_transformers(src: Path, dst: Path, model_dir: Path) -> dict:
+    """The exported model after onnxruntime.transformers' offline fusions (attention, skip layer
+    norm, bias GELU, embed layer norm) for BERT-like encoders, at the model's own head count and
+    width; returns how many of each fused operator it made (DeBERTa's relative attention has no
+    fusion there, so its count says what did apply)."""
+    import json
+
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    optimized = optimize_model(
+        str(src),
+        model_type="bert",
+        num_heads=config["num_attention_heads"],
+        hidden_size=config["hidden_size"],
+        opt_level=0,  # offline fusions only; the session applies its own levels when it loads the file
+    )
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+    optimized.save_model_to_file(str(dst))
+    return {op: int(n) for op, n in optimized.get_fused_operator_statistics().items()}
+
+
 # ONNX Runtime's graph optimization levels (the decomposition study steps through them):
 # basic folds constants and drops redundant nodes, extended fuses (attention, GELU, layer norm),
 # all adds layout transformations.

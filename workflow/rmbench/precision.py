@@ -18,18 +18,29 @@ import numpy as np
 
 from .errors import RmbenchError
 
-# What each runtime of the decomposition study takes, by variant key.
+# What each runtime of the decomposition study takes, by variant key. `optimizer: transformers`
+# loads the file after onnxruntime.transformers' fusions (rule optimize_onnx).
 VARIANT_VALUES = {
     "hf_eager": {"precision": ("fp32", "bf16")},
     "torch_compile": {"precision": ("fp32", "bf16"), "freezing": ("on", "off")},
-    "ort_python": {"precision": ("fp32", "int8"), "graph": ("disabled", "basic", "extended", "all")},
-    "native": {"precision": ("fp32", "int8")},
+    "ort_python": {
+        "precision": ("fp32", "int8"),
+        "graph": ("disabled", "basic", "extended", "all"),
+        "optimizer": ("none", "transformers"),
+    },
+    "native": {"precision": ("fp32", "int8"), "optimizer": ("none", "transformers")},
 }
 
 
-def onnx_file(model: str, precision: str) -> str:
-    """The ONNX file a cell of this precision loads (int8: the quantized copy)."""
-    suffix = "" if precision == "fp32" else f".{precision}"
+def onnx_file(model: str, precision: str = "fp32", optimizer: str = "none") -> str:
+    """The ONNX file a cell loads: the export, its int8 copy, or its transformers-optimized copy."""
+    if precision not in ("fp32", "int8") or optimizer not in ("none", "transformers"):
+        raise RmbenchError(f"no ONNX file for precision {precision} with optimizer {optimizer}")
+    if precision == "int8" and optimizer != "none":
+        raise RmbenchError(
+            "int8 of the transformers-optimized file is not built (quantize the export instead)"
+        )
+    suffix = {"int8": ".int8", "fp32": ""}[precision] + (".opt" if optimizer == "transformers" else "")
     return f"results/onnx/{model}/model{suffix}.onnx"
 
 
@@ -41,6 +52,11 @@ def check_variants(config: dict) -> None:
     for runtime, cfg in study["runtimes"].items():
         allowed = VARIANT_VALUES[runtime]
         for variant in cfg.get("variants") or study.get("variants") or [{}]:
+            if variant.get("precision") == "int8" and variant.get("optimizer", "none") != "none":
+                raise RmbenchError(
+                    f"studies.decomposition.runtimes.{runtime}: int8 with optimizer "
+                    f"{variant['optimizer']} is not built; use one of them per variant"
+                )
             for key, value in variant.items():
                 if key not in allowed or str(value) not in allowed[key]:
                     choices = "; ".join(f"{k}: {', '.join(v)}" for k, v in allowed.items())

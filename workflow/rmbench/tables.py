@@ -181,13 +181,21 @@ def _latex_escape(text: str) -> str:
 
 
 def booktabs(colspec: str, head: list[str], body: list[list[str]], caption: str, label: str) -> str:
-    """A LaTeX table float: header and body cells already in LaTeX."""
-    lines = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{{colspec}}}", r"\toprule"]
+    """A LaTeX table float: header and body cells already in LaTeX. A table wider than the text
+    is scaled down to its width (graphicx), a narrower one keeps its size."""
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+        r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
+        rf"\begin{{tabular}}{{{colspec}}}",
+        r"\toprule",
+    ]
     lines += [" & ".join(head) + r" \\", r"\midrule"]
     lines += [" & ".join(cells) + r" \\" for cells in body]
     lines += [
         r"\bottomrule",
-        r"\end{tabular}",
+        r"\end{tabular}}",
         rf"\caption{{{caption}}}",
         rf"\label{{{label}}}",
         r"\end{table}",

@@ -1,5 +1,5 @@
-# Reduced precision (decomposition study): the int8 ONNX file, and the fidelity gate every
-# reduced-precision variant passes through before its launches are checked against it.
+# The decomposition study's ONNX variants (int8, transformers-optimized), and the fidelity gate
+# every reduced-precision variant passes through before its launches are checked against it.
 
 
 rule quantize_onnx:
@@ -18,6 +18,24 @@ rule quantize_onnx:
         quantization=config["quantization"],
     script:
         "../scripts/quantize_onnx.py"
+
+
+rule optimize_onnx:
+    input:
+        onnx="results/onnx/{model}/model.onnx",
+        model="results/models/{model}",
+    output:
+        onnx="results/onnx/{model}/model.opt.onnx",
+        fused="results/onnx/{model}/model.opt.json",
+    log:
+        "results/logs/onnx/{model}_opt.log",
+    priority: SETUP_PRIORITY
+    conda:
+        "../../envs/bench.yaml"
+    resources:
+        mem_mb=12000,
+    script:
+        "../scripts/optimize_onnx.py"
 
 
 rule fidelity:
