@@ -107,11 +107,20 @@ def test_native_engine_loads_the_int8_file_and_matches_ort_python(tiny_model, in
 
 
 def test_variants_a_runtime_lacks_stop_the_config():
-    config = {"studies": {"decomposition": {"runtimes": {"native": {"variants": [{"precision": "bf16"}]}}}}}
+    config = {
+        "models": {"e": {"architecture": "electra-large"}, "d": {"architecture": "deberta-v3-large"}},
+        "studies": {
+            "decomposition": {"models": ["e"], "runtimes": {"native": {"variants": [{"precision": "bf16"}]}}}
+        },
+    }
     with pytest.raises(RmbenchError, match="native: variant precision=bf16 is not supported"):
         check_variants(config)
-    config["studies"]["decomposition"]["runtimes"] = {"ort_python": {"variants": [{"graph": "basic"}]}}
+    study = config["studies"]["decomposition"]
+    study["runtimes"] = {"ort_python": {"variants": [{"graph": "basic"}, {"optimizer": "transformers"}]}}
     check_variants(config)
+    study["models"] = ["e", "d"]
+    with pytest.raises(RmbenchError, match="no fusions for DeBERTa-v3"):
+        check_variants(config)
 
 
 def test_steps_name_runtime_and_variant():
