@@ -166,7 +166,10 @@ def decomposition_figure(
                 library, rate = ceilings[model]
                 ax.axhline(rate, color="black", linestyle="--", label=f"fp32 GEMM ceiling ({library})")
                 ax.legend(fontsize=7)
-            ax.set_xticks(list(x), sub["step"], rotation=60, ha="right", fontsize=7)
+            # step names under the bottom row only (the top row shares its order)
+            ax.set_xticks(
+                list(x), sub["step"] if row == 1 else [""] * len(sub), rotation=60, ha="right", fontsize=7
+            )
             ax.set_ylabel(label)
             ax.grid(axis="y", alpha=0.3)
             if row == 0:
