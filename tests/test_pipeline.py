@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -66,6 +67,12 @@ def test_parity_reports_and_launch_records(smoke_run):
         next((smoke_run / "results/cells/latency/electra/cpu/ort_python").rglob("launch~1.json")).read_text()
     )
     assert record["provenance"]["packages"]["onnxruntime"] and record["settings"]["threads"] >= 1
+    # the instruction sets the kernels depend on, as /proc/cpuinfo reports them
+    from rmbench.provenance import ISA_FLAGS
+
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    line = next(line for line in cpuinfo if line.startswith("flags"))
+    assert record["provenance"]["cpu_flags"] == [f for f in ISA_FLAGS if f in line.split(":", 1)[1].split()]
 
 
 def test_gpu_cells_are_recorded_as_skipped_without_a_gpu(smoke_run):

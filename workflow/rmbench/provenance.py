@@ -40,6 +40,22 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+# The instruction sets that decide which kernels the libraries pick (AVX-512 GEMMs, VNNI int8,
+# bf16, AMX): the same model name can come with different sets on virtual machines.
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
+
+
+def cpu_flags() -> list[str]:
+    """Which of ISA_FLAGS this CPU reports (Linux /proc/cpuinfo; empty elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    line = next((line for line in text.splitlines() if line.startswith("flags")), "")
+    present = set(line.split(":", 1)[-1].split())
+    return [flag for flag in ISA_FLAGS if flag in present]
+
+
 def device_name(device: str) -> str:
     if device == "cuda":
         try:
@@ -72,6 +88,7 @@ def provenance(repo: Path, device: str) -> dict:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu": cpu_model(),
+        "cpu_flags": cpu_flags(),
         "logical_cpus": os.cpu_count(),
         "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "device": device,
