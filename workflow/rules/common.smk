@@ -244,10 +244,17 @@ def scoring_inputs(wildcards):
         ),
         "parity": f"results/correctness/{wildcards.model}.json",
     }
-    if wildcards.runtime == "native":
-        inputs["binary"] = "results/native/bin/rmscore"
-        inputs["native_parity"] = f"results/correctness/{wildcards.model}_native.json"
-    return inputs
+    return inputs | native_inputs(wildcards)
+
+
+def native_inputs(wildcards):
+    """The native engine and its parity gate, for the native runtime's jobs."""
+    if wildcards.runtime != "native":
+        return {}
+    return {
+        "binary": "results/native/bin/rmscore",
+        "native_parity": f"results/correctness/{wildcards.model}_native.json",
+    }
 
 
 def fidelity_inputs(wildcards):
@@ -260,9 +267,7 @@ def cell_inputs(wildcards):
     if wildcards.study == "gemm":  # shapes from the model's config; no rows
         return inputs
     inputs["rows"] = f"results/data/{set_name}.jsonl"
-    if wildcards.runtime == "native":
-        inputs["binary"] = "results/native/bin/rmscore"
-        inputs["native_parity"] = f"results/correctness/{wildcards.model}_native.json"
+    inputs |= native_inputs(wildcards)
     if wildcards.study == "tokenizer":
         return inputs
     # Scoring cells: behind the parity gate, checked against the reference; a reduced-precision
