@@ -18,7 +18,8 @@ import re
 
 import pandas as pd
 
-from .tables import fmt_ci, simple_latex
+from .cells import parse_params
+from .tables import fmt_ci, simple_latex, step_name
 
 # The ONNX Runtime graph levels in order, and what each step adds (config steps are
 # "ort_python graph=<level>"; ORT-Python without a graph key runs at "all").
@@ -100,9 +101,8 @@ def fidelity_table(reports: list[dict], comparisons: pd.DataFrame) -> pd.DataFra
     )
     rows = []
     for r in reports:
-        params = dict(part.split("~", 1) for part in r["params"].split("+"))
-        set_name = params.pop("set")
-        step = " ".join([r["runtime"], *(f"{k}={v}" for k, v in params.items())])
+        params = parse_params(r["params"])
+        set_name, step = params["set"], step_name(r["runtime"], params)
         row = {
             "model": r["model"],
             "set": set_name,
