@@ -30,6 +30,10 @@ ADVERSARIAL = [
     ("Numbers 1,234.56 $99 3:30pm 2nd 1e-7", "URLs https://example.org/a?b=c&d=e#f and e-mail a.b@c.de"),
     ("quotes “curly” ‘single’ «guillemets» and dashes – —", "ellipsis… and ½ ² ® ™ ©"),
     ("Ǆ ǅ ǆ İstanbul ß ﬁ ligatures ＦＵＬＬＷＩＤＴＨ", "Ελληνικά Русский עברית العربية हिन्दी"),
+    # Around the spaces the native SentencePiece splits words on: other spaces, marks that
+    # combine with what precedes them, a literal metaspace, repeated words (its cache).
+    ("no\u00a0break \u3000 ideographic \u2003em  \t tab \u0301acute \u0308 e\u0301", "▁literal ▁▁ metaspace▁ x ▁"),
+    ("the the the The THE the. the, (the) the", "  the  the\u00a0the \u200bthe the\u200b the"),
 ]
 
 
@@ -48,8 +52,8 @@ def tokenizers(tmp_path_factory, tiny_model):
     return {"electra": tiny_model["model"], "deberta": root / "deberta"}
 
 
-def native_tokens(binary, folder, pairs, max_length=512):
-    engine = NativeRuntime(folder, None, "cpu", 1, max_length, {"binary": binary})
+def native_tokens(binary, folder, pairs, max_length=512, **options):
+    engine = NativeRuntime(folder, None, "cpu", 1, max_length, {"binary": binary, **options})
     engine.load()
     return engine.encodings(pairs)
 
@@ -71,7 +75,8 @@ def sample_set_pairs():
 def test_token_ids_match_the_hf_tokenizer(binary, tokenizers, kind, which):
     """Identical to the fast tokenizer the runtimes use. The one exception: where HF's fast
     DeBERTa tokenizer departs from SentencePiece itself (its slow tokenizer), on a text whose
-    normalization ends in a space (a final U+FEFF), native follows SentencePiece."""
+    normalization ends in a space (a final U+FEFF or a literal metaspace), native follows
+    SentencePiece."""
     from transformers import AutoTokenizer
 
     pairs = sample_set_pairs() if which == "sample_sets" else ADVERSARIAL
@@ -91,11 +96,34 @@ def test_token_ids_match_the_hf_tokenizer(binary, tokenizers, kind, which):
         elif "token_type_ids" in want:
             assert got["token_type_ids"] == want["token_type_ids"]
     expected = (
-        [p for p, _ in ADVERSARIAL if p.endswith("\ufeff")]
+        [p for p, r in ADVERSARIAL if p.endswith("\ufeff") or r.endswith("▁")]
         if (kind, which) == ("deberta", "adversarial")
         else []
     )
     assert follows_sentencepiece == expected
+
+
+def test_sentencepiece_word_cache_changes_no_id(binary, tokenizers, tmp_path):
+    """Word by word with the cache (the default) gives the whole text's ids, twice over (the
+    second pass from the cache); --word-cache 0 sends the whole text to the library."""
+    pairs = sample_set_pairs()[:120] + ADVERSARIAL
+    ids = lambda encodings: [e["input_ids"] for e in encodings]
+    whole = ids(native_tokens(binary, tokenizers["deberta"], pairs, word_cache=0))
+    assert ids(native_tokens(binary, tokenizers["deberta"], pairs + pairs)) == whole + whole
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"id": "0", "prompt": "a b a", "response": "b"}) + "\n")
+    modes = []
+    for cache in ("10000", "0"):
+        out = tmp_path / f"tokenize{cache}.json"
+        subprocess.run(
+            [binary, "--tokenizer", tokenizers["deberta"], "--input", rows, "--output", out]
+            + ["--tokenize-only", "--repeat", "2", "--word-cache", cache],
+            check=True,
+        )
+        found = json.loads(out.read_text())
+        assert found["options"]["word_cache"] == int(cache) and len(found["tokenize"]["pass_us"]) == 2
+        modes.append(found["tokenizer_words"])
+    assert modes == ["by word, cache of 10000 words", "whole text (word cache off)"]
 
 
 @pytest.mark.parametrize("max_length", [8, 16, 33, 64])

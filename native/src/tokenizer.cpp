@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "errors.h"
@@ -24,6 +25,31 @@ void truncate_longest_first(std::vector<int64_t>& first, std::vector<int64_t>& s
   if (swapped) std::swap(n1, n2);
   first.resize(std::min(first.size(), n1));
   second.resize(std::min(second.size(), n2));
+}
+
+void WordCache::encode_words(std::string_view text, std::vector<int64_t>& ids, const Encode& encode) const {
+  std::string word;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = std::min(text.find(' ', start), text.size());
+    if (end > start) {
+      word.assign(text.substr(start, end - start));
+      {
+        std::shared_lock read(mutex_);
+        auto it = words_.find(word);
+        if (it != words_.end()) {
+          ids.insert(ids.end(), it->second.begin(), it->second.end());
+          start = end + 1;
+          continue;
+        }
+      }
+      std::vector<int64_t> word_ids;
+      encode(word, word_ids);
+      ids.insert(ids.end(), word_ids.begin(), word_ids.end());
+      std::unique_lock write(mutex_);
+      if (words_.size() < capacity_) words_.emplace(word, std::move(word_ids));  // full: stop adding, as HF does
+    }
+    start = end + 1;
+  }
 }
 
 Encoding Tokenizer::encode_pair(const std::string& prompt, const std::string& response,
@@ -51,11 +77,11 @@ Encoding Tokenizer::encode_pair(const std::string& prompt, const std::string& re
   return enc;
 }
 
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder) {
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder, size_t word_cache) {
   namespace fs = std::filesystem;
   fs::path dir(folder);
   if (!fs::is_directory(dir)) throw Error(ExitCode::missing_file, "tokenizer folder not found: " + folder);
-  if (fs::exists(dir / "spm.model")) return make_sentencepiece((dir / "spm.model").string());
+  if (fs::exists(dir / "spm.model")) return make_sentencepiece((dir / "spm.model").string(), word_cache);
   if (!fs::exists(dir / "vocab.txt"))
     throw Error(ExitCode::missing_file, "tokenizer folder has neither spm.model nor vocab.txt: " + folder);
   bool lowercase = true;

@@ -2,8 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <shared_mutex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace rmscore {
@@ -15,6 +19,9 @@ struct Encoding {
   size_t size() const { return input_ids.size(); }
 };
 
+// As many words as the Hugging Face tokenizers' caches hold by default.
+constexpr size_t kDefaultWordCache = 10000;
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -25,9 +32,29 @@ class Tokenizer {
   virtual int64_t pad_id() const = 0;
   virtual size_t vocab_size() const = 0;
   virtual std::string kind() const = 0;
+  // How texts are split before the model sees them, for the result file (e.g. the word cache).
+  virtual std::string word_mode() const { return "whole text"; }
 
   // The pair with the model card's template, truncated longest_first to max_length tokens.
   Encoding encode_pair(const std::string& prompt, const std::string& response, size_t max_length) const;
+};
+
+// The token ids of words, remembered up to `capacity` words, as the Hugging Face
+// tokenizers' models keep theirs: where a tokenizer's pieces never span a space, a word's ids do
+// not depend on its neighbours. Safe to share between threads (the concurrency study does).
+class WordCache {
+ public:
+  using Encode = std::function<void(std::string_view word, std::vector<int64_t>& ids)>;
+  explicit WordCache(size_t capacity) : capacity_(capacity) {}
+  // Appends the ids of every space-separated word of `text` to `ids`, encoding the words it has
+  // not seen with `encode`.
+  void encode_words(std::string_view text, std::vector<int64_t>& ids, const Encode& encode) const;
+  size_t capacity() const { return capacity_; }
+
+ private:
+  size_t capacity_;
+  mutable std::shared_mutex mutex_;
+  mutable std::unordered_map<std::string, std::vector<int64_t>> words_;
 };
 
 // Truncates two sequences longest-first so that together they hold at most `budget` tokens,
@@ -35,10 +62,17 @@ class Tokenizer {
 void truncate_longest_first(std::vector<int64_t>& first, std::vector<int64_t>& second, size_t budget);
 
 // Loads the tokenizer of a Hugging Face tokenizer/model folder: SentencePiece when the folder
-// holds spm.model (DeBERTa-v3), else WordPiece from vocab.txt (BERT/ELECTRA).
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder);
+// holds spm.model (DeBERTa-v3), else WordPiece from vocab.txt (BERT/ELECTRA). `word_cache` bounds
+// the words a SentencePiece tokenizer remembers (0: none).
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder, size_t word_cache = kDefaultWordCache);
 
 std::unique_ptr<Tokenizer> make_wordpiece(const std::string& vocab_txt, bool lowercase);
-std::unique_ptr<Tokenizer> make_sentencepiece(const std::string& spm_model);
+std::unique_ptr<Tokenizer> make_sentencepiece(const std::string& spm_model, size_t word_cache);
+
+// Whether a SentencePiece model (its serialized ModelProto) encodes a text word by word to the
+// same ids as the whole text: its pieces never cross a space (unigram or BPE trained with
+// split_by_whitespace, no whitespace-only pieces, the space as a prefix) and its normalizer turns
+// any run of spaces into one word boundary. False for a spec it cannot read.
+bool sentencepiece_splits_on_spaces(std::string_view model_proto);
 
 }  // namespace rmscore

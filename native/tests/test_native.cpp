@@ -90,10 +90,47 @@ static void test_wordpiece() {
   CHECK(e.token_type_ids == std::vector<int64_t>({0, 0, 0, 1, 1, 1}));
 }
 
+// A protobuf field: key (number, wire type) and a varint value, or a length-delimited message.
+static std::string varint_field(int number, unsigned value) {
+  return std::string{static_cast<char>(number << 3 & 0x7F | 0x80), static_cast<char>(number >> 4),
+                     static_cast<char>(value)};
+}
+static std::string message_field(int number, const std::string& body) {
+  return std::string{static_cast<char>(number << 3 | 2), static_cast<char>(body.size())} + body;
+}
+
+static void test_sentencepiece_spec() {
+  CHECK(sentencepiece_splits_on_spaces(""));  // every default allows it
+  CHECK(sentencepiece_splits_on_spaces(message_field(2, varint_field(22, 1)) + message_field(3, "")));
+  CHECK(!sentencepiece_splits_on_spaces(message_field(2, varint_field(22, 0))));  // split_by_whitespace off
+  CHECK(!sentencepiece_splits_on_spaces(message_field(2, varint_field(24, 1))));  // whitespace as suffix
+  CHECK(!sentencepiece_splits_on_spaces(message_field(2, varint_field(3, 3))));   // a word model
+  CHECK(!sentencepiece_splits_on_spaces(message_field(3, varint_field(4, 0))));   // keeps extra spaces
+  CHECK(!sentencepiece_splits_on_spaces(std::string("\x12\x7f")));                // truncated
+}
+
+static void test_word_cache() {
+  std::vector<std::string> encoded;  // the words the encoder was asked for
+  auto encode = [&](std::string_view word, std::vector<int64_t>& ids) {
+    encoded.emplace_back(word);
+    ids.push_back(static_cast<int64_t>(word.size()));
+  };
+  WordCache cache(2);
+  std::vector<int64_t> ids;
+  cache.encode_words("  ab c ab   dddd c ", ids, encode);
+  CHECK((ids == std::vector<int64_t>{2, 1, 2, 4, 1}));  // every word, spaces dropped
+  CHECK((encoded == std::vector<std::string>{"ab", "c", "dddd"}));  // full after two: dddd not kept
+  ids.clear();
+  cache.encode_words("dddd ab", ids, encode);
+  CHECK((ids == std::vector<int64_t>{4, 2}) && encoded.size() == 4);
+}
+
 int main() {
   test_truncation();
   test_batching();
   test_wordpiece();
+  test_sentencepiece_spec();
+  test_word_cache();
   if (failures) {
     std::fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

@@ -70,8 +70,8 @@ STUDY_CAPTIONS = {
     ),
     "tokenizer": (
         "Tokenization alone: microseconds per (prompt, response) pair, mean over launches of each "
-        "launch's per-pair mean and median, 95\\% t-interval in brackets; speed-up against the "
-        "Hugging Face fast tokenizer."
+        "launch's per-pair mean and median over every pass, and of its first pass alone (word caches "
+        "cold), 95\\% t-interval in brackets; speed-up against the Hugging Face fast tokenizer."
     ),
     "compile": (
         "torch.compile on shape-cache misses: per variant (dynamic setting, padding bucket, Inductor "

@@ -53,6 +53,8 @@ class NativeRuntime(Runtime):
                 str(out),
             ]
             cmd += ["--max-length", str(self.max_length), *args]
+            if "word_cache" in self.options:  # words the SentencePiece tokenizer remembers
+                cmd += ["--word-cache", str(self.options["word_cache"])]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:  # its own one-line message comes last, after any ORT log lines
                 message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
@@ -73,11 +75,15 @@ class NativeRuntime(Runtime):
         truncation included); no model is loaded."""
         return [json.loads(line) for line in self._invoke(pairs, [], "--dump-tokens").splitlines()]
 
-    def tokenize_times(self, pairs: list[tuple[str, str]], repeat: int, warmup: int) -> list[float]:
+    def tokenize_times(
+        self, pairs: list[tuple[str, str]], repeat: int, warmup: int
+    ) -> tuple[list[float], list[float]]:
         """Microseconds per pair for tokenization alone (template and truncation included),
-        averaged over `repeat` passes after `warmup` untimed pairs; no model is loaded."""
+        averaged over `repeat` passes after `warmup` untimed pairs, and the mean of each pass;
+        no model is loaded."""
         args = ["--tokenize-only", "--repeat", str(repeat), "--warmup", str(warmup)]
-        return json.loads(self._invoke(pairs, args, "--output"))["tokenize"]["per_pair_us"]
+        found = json.loads(self._invoke(pairs, args, "--output"))["tokenize"]
+        return found["per_pair_us"], found["pass_us"]
 
     def score(self, pairs):
         return [row["score"] for row in self.run(pairs, "--warmup", "0")["rows"]]
