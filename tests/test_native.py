@@ -32,7 +32,10 @@ ADVERSARIAL = [
     ("Ǆ ǅ ǆ İstanbul ß ﬁ ligatures ＦＵＬＬＷＩＤＴＨ", "Ελληνικά Русский עברית العربية हिन्दी"),
     # Around the spaces the native SentencePiece splits words on: other spaces, marks that
     # combine with what precedes them, a literal metaspace, repeated words (its cache).
-    ("no\u00a0break \u3000 ideographic \u2003em  \t tab \u0301acute \u0308 e\u0301", "▁literal ▁▁ metaspace▁ x ▁"),
+    (
+        "no\u00a0break \u3000 ideographic \u2003em  \t tab \u0301acute \u0308 e\u0301",
+        "▁literal ▁▁ metaspace▁ x ▁",
+    ),
     ("the the the The THE the. the, (the) the", "  the  the\u00a0the \u200bthe the\u200b the"),
 ]
 
