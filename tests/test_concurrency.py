@@ -4,10 +4,12 @@ launch, and the micro-batching server coalesces requests, rejects a full queue a
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from rmbench.batching import BatchCostModel
 from rmbench.concurrency import partitioned_threads, shard
 from rmbench.export import reference_scores
 from rmbench.launch import run_launch
@@ -128,6 +130,67 @@ def test_micro_batcher_plans_length_aware_batches_and_answers_in_order(tiny_mode
     scores = [s for f in futures for s in f.result(timeout=60)]
     assert scores == pytest.approx(reference, abs=1e-4)
     assert batcher.stats["rounds"] >= 1 and batcher.stats["rows"] == len(pairs)
+
+
+def test_adaptive_server_scores_every_request(tiny_model, reference):
+    before = children()
+    record = launch(tiny_model, reference, "batching_server", "shared", 4, adaptive="on", queue_delay_ms=50)
+    assert record["status"] == "ok", record["reason"]  # every row matched its reference score
+    m = record["metrics"]
+    assert m["server_rows"] == len(tiny_model["rows"]) + SETTINGS["warmup_rows"]
+    assert 0 <= m["server_batched_rows"] <= m["server_rows"]
+    assert children() <= before
+
+
+def test_cost_model_keeps_a_batch_only_where_it_pays():
+    model = BatchCostModel(alpha=0.5, explore_every=1000)
+    assert model.keeps_batch([10, 12])  # nothing measured: try the batch first
+    model.observe(2, 2 * 12, 24.0)  # 1 ms per padded token in a batch of 2
+    assert not model.keeps_batch([10, 12])  # rows alone not measured yet: measure them
+    model.observe(1, 10, 5.0)  # 0.5 ms per token alone: the batch costs twice as much
+    assert model.plan([10, 12, 30], [[0, 1], [2]]) == [[0], [1], [2]]
+    for _ in range(3):  # batches become cheap: 0.25 ms per padded token, averaged in
+        model.observe(2, 24, 6.0)
+    assert model.ms_per_token[2] == pytest.approx(0.34375)
+    assert model.keeps_batch([12, 12]) and model.plan([12, 12], [[1, 0]]) == [[1, 0]]
+    assert not model.keeps_batch([2, 12])  # ... but not with that much padding
+    model.observe(2, 0, 1.0)  # nothing to learn from an empty batch
+    assert model.ms_per_token[2] == pytest.approx(0.34375)
+
+
+def test_cost_model_takes_the_other_plan_every_nth_decision():
+    model = BatchCostModel(explore_every=4)
+    model.observe(1, 10, 5.0)
+    model.observe(2, 20, 20.0)  # batches lose: split, except every 4th decision
+    assert [model.keeps_batch([10, 10]) for _ in range(8)] == [False] * 3 + [True] + [False] * 3 + [True]
+
+
+class PaddingCostsDouble:
+    """An engine whose batches cost twice their padded tokens and whose rows alone cost their
+    tokens (in sleeps); it answers each pair with its token length."""
+
+    def __init__(self, pairs, lengths):
+        self.lengths, self.sizes = dict(zip(pairs, lengths, strict=True)), []
+
+    def score(self, pairs):
+        lengths = [self.lengths[pair] for pair in pairs]
+        self.sizes.append(len(pairs))
+        time.sleep(len(pairs) * max(lengths) * (2 if len(pairs) > 1 else 1) * 2e-5)
+        return [float(n) for n in lengths]
+
+
+def test_adaptive_micro_batcher_learns_that_batches_do_not_pay(tiny_model):
+    pairs = [(r["prompt"], r["response"]) for r in tiny_model["rows"]]
+    count = count_tokens_of(tiny_model)
+    engine = PaddingCostsDouble(pairs, count(pairs))
+    batcher = MicroBatcher(engine, count, "length_aware", 4, 4096, 0.05, 64, BatchCostModel())
+    rounds = [[batcher.submit([pair]) for pair in pairs] for _ in range(6)]
+    batcher.start()  # 60 queued requests: 15 collections of 4 rows
+    for futures in rounds:  # every request answered with its own row's value
+        assert [f.result(timeout=60)[0] for f in futures] == count(pairs)
+    assert engine.sizes[0] == 4 and engine.sizes[1:5] == [1] * 4  # the batch, then rows alone
+    assert set(engine.sizes[5:]) == {1}  # learned: rows alone from then on
+    assert batcher.stats["batched_rows"] == 4 and batcher.stats["rows"] == 60
 
 
 def test_micro_batcher_rejects_a_full_queue_and_drops_expired_requests(tiny_model, ort_runtime):

@@ -111,8 +111,10 @@ def test_every_study_has_its_table(smoke_run):
     ).all()
     assert (smoke_run / "paper/figures/batching.pdf").stat().st_size > 1000
     concurrency = pd.read_csv(smoke_run / "paper/tables/concurrency.csv")
-    # ORT-Python x 4 smoke variants, native its default's own 6, eager 2, fastapi and batching server 2
-    assert len(concurrency) == 4 + 6 + 2 + 2 * 2 and (concurrency.launches_ok == 2).all()
+    # ORT-Python x 4 smoke variants, native its default's own 6, eager 2, fastapi 2, batching server 3
+    assert len(concurrency) == 4 + 6 + 2 + 2 + 3 and (concurrency.launches_ok == 2).all()
+    adaptive = concurrency[concurrency.variant.str.contains("adaptive~on")]
+    assert len(adaptive) == 1 and adaptive.runtime.item() == "batching_server"
     assert (concurrency.throughput_rps > 0).all() and (concurrency.p95_ms >= concurrency.p50_ms).all()
     verdicts = pd.read_csv(smoke_run / "paper/tables/concurrency_verdicts.csv")
     assert set(verdicts.kind) == {"vs one client", "service vs engine"}

@@ -19,7 +19,7 @@ struct Encoding {
   size_t size() const { return input_ids.size(); }
 };
 
-// As many words as the Hugging Face tokenizers' caches hold by default.
+// As many words as the Hugging Face tokenizers' model caches hold by default.
 constexpr size_t kDefaultWordCache = 10000;
 
 class Tokenizer {
@@ -40,7 +40,7 @@ class Tokenizer {
 };
 
 // The token ids of words, remembered up to `capacity` words, as the Hugging Face
-// tokenizers' models keep theirs: where a tokenizer's pieces never span a space, a word's ids do
+// tokenizers' Unigram and BPE models keep theirs: where a tokenizer's pieces never span a space, a word's ids do
 // not depend on its neighbours. Safe to share between threads (the concurrency study does).
 class WordCache {
  public:

@@ -54,3 +54,47 @@ def batch_plan(options: dict) -> tuple[str, int, int]:
     (batching~naive+batch~8, and token_budget~N for token_budget)."""
     budget = int(options.get("token_budget", DEFAULT_TOKEN_BUDGET))
     return options.get("batching", "none"), int(options.get("batch", 1)), budget
+
+
+class BatchCostModel:
+    """Whether a planned batch pays on this device, learned from the batches a server runs.
+
+    Per batch size it keeps a moving average of milliseconds per padded token. A planned batch
+    of b rows is predicted to cost cost[b] x b x its longest length, its rows alone
+    cost[1] x their total length; the cheaper plan runs. A batch size not measured yet is tried
+    batched (and single rows are measured whenever they run alone), and every `explore_every`-th
+    decision takes the other plan, so the model follows the device and its drift: on a GPU
+    batches pay and it keeps them; on a CPU where padding costs more than batching saves (the
+    batching study) it scores the rows alone.
+    """
+
+    def __init__(self, alpha: float = 0.2, explore_every: int = 16):
+        self.alpha, self.explore_every = alpha, explore_every
+        self.ms_per_token: dict[int, float] = {}
+        self.decisions = 0
+
+    def observe(self, size: int, padded_tokens: int, ms: float) -> None:
+        if padded_tokens <= 0:
+            return
+        value, known = ms / padded_tokens, self.ms_per_token.get(size)
+        self.ms_per_token[size] = value if known is None else known + self.alpha * (value - known)
+
+    def keeps_batch(self, lengths: list[int]) -> bool:
+        """True to run these rows as one batch, False to run each alone."""
+        size = len(lengths)
+        if size == 1:
+            return True
+        batched, alone = self.ms_per_token.get(size), self.ms_per_token.get(1)
+        if batched is None or alone is None:
+            return batched is None  # measure the unmeasured plan first
+        choice = batched * size * max(lengths) < alone * sum(lengths)
+        self.decisions += 1
+        return choice != (self.decisions % self.explore_every == 0)
+
+    def plan(self, lengths: list[int], batches: list[list[int]]) -> list[list[int]]:
+        """The planned batches, each one kept or split into its rows."""
+        planned: list[list[int]] = []
+        for batch in batches:
+            keep = self.keeps_batch([lengths[i] for i in batch])
+            planned += [batch] if keep else [[i] for i in batch]
+        return planned

@@ -20,6 +20,7 @@ DIGITS = {
     "row_ms": 1,
     "mean_us": 1,
     "p50_us": 1,
+    "first_pass_us": 1,
     "first_call_s": 1,
     "recompiles": 0,
 }

@@ -8,7 +8,9 @@ port), so there is no race for the port:
 With --microbatch STRATEGY (the batching_server runtime) it is a serving mode that scales: a
 batcher thread coalesces the requests that arrive within --queue-delay-ms of each other into
 batches planned by rmbench.batching on token lengths (at most --max-batch rows); a full queue
-answers 503 and a request waiting longer than --request-timeout-s answers 504.
+answers 503 and a request waiting longer than --request-timeout-s answers 504. With --adaptive on
+it times every batch it runs and splits a planned batch into rows alone where that is predicted
+to be faster on this device (rmbench.batching.BatchCostModel).
 
 POST /score {"pairs": [{"prompt": ..., "response": ...}, ...]} -> {"scores": [...], "server_ms": t}
 GET /health -> {"status": "ok", "runtime": {...}} once the model is loaded.
@@ -58,8 +60,9 @@ class QueueFull(Exception):
 
 class MicroBatcher:
     """Scores concurrent requests together: waits up to `delay_s` after the first queued request
-    for more (at most `max_batch` rows), plans batches over the rows it has by token length, and
-    answers each request with its own scores."""
+    for more (at most `max_batch` rows), plans batches over the rows it has by token length (kept
+    only where `cost_model` predicts they pay, when given), and answers each request with its
+    own scores."""
 
     def __init__(
         self,
@@ -70,6 +73,7 @@ class MicroBatcher:
         token_budget: int,
         delay_s: float,
         queue_size: int,
+        cost_model=None,
     ):
         from .batching import make_batches
 
@@ -80,8 +84,9 @@ class MicroBatcher:
             token_budget,
             delay_s,
         )
+        self.cost_model = cost_model
         self.queue: queue.Queue = queue.Queue(maxsize=queue_size)
-        self.stats = {"rounds": 0, "batches": 0, "rows": 0, "requests_expired": 0}
+        self.stats = {"rounds": 0, "batches": 0, "rows": 0, "batched_rows": 0, "requests_expired": 0}
 
     def start(self) -> "MicroBatcher":
         threading.Thread(target=self._serve, name="micro-batcher", daemon=True).start()
@@ -118,10 +123,16 @@ class MicroBatcher:
             try:
                 lengths = self.count_tokens([pair for _, pair in rows])
                 batches = self.make_batches(lengths, self.strategy, self.max_batch, self.token_budget)
+                if self.cost_model is not None:
+                    batches = self.cost_model.plan(lengths, batches)
                 scores = [0.0] * len(rows)
                 for batch in batches:
+                    start = time.perf_counter()
                     for i, score in zip(batch, self.runtime.score([rows[i][1] for i in batch])):
                         scores[i] = float(score)
+                    if self.cost_model is not None:
+                        padded = len(batch) * max(lengths[i] for i in batch)
+                        self.cost_model.observe(len(batch), padded, (time.perf_counter() - start) * 1e3)
             except Exception as e:  # noqa: BLE001  (each waiting request answers with it)
                 for _, future in items:
                     future.set_exception(e)
@@ -129,6 +140,7 @@ class MicroBatcher:
             self.stats["rounds"] += 1
             self.stats["batches"] += len(batches)
             self.stats["rows"] += len(rows)
+            self.stats["batched_rows"] += sum(len(b) for b in batches if len(b) > 1)
             answers: list[list[float]] = [[] for _ in items]
             for (k, _), score in zip(rows, scores):
                 answers[k].append(score)
@@ -223,6 +235,9 @@ def main(argv=None) -> None:
     parser.add_argument("--queue-delay-ms", type=float, default=2.0, help="wait for more requests")
     parser.add_argument("--queue-size", type=int, default=256, help="requests waiting, at most")
     parser.add_argument("--request-timeout-s", type=float, default=60.0)
+    parser.add_argument(
+        "--adaptive", choices=["on", "off"], default="off", help="keep a batch only where it pays"
+    )
     args = parser.parse_args(argv)
 
     if args.parent_pid:
@@ -233,6 +248,7 @@ def main(argv=None) -> None:
     runtime.load()
     batcher = None
     if args.microbatch:
+        from .batching import BatchCostModel
         from .models import load_tokenizer
 
         tokenizer = load_tokenizer(args.model_dir)
@@ -250,6 +266,7 @@ def main(argv=None) -> None:
             args.token_budget,
             args.queue_delay_ms / 1e3,
             args.queue_size,
+            BatchCostModel() if args.adaptive == "on" else None,
         ).start()
     app = create_app(runtime, batcher, args.request_timeout_s)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", access_log=False)

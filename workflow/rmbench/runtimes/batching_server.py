@@ -4,7 +4,8 @@ Concurrent requests that arrive within a small queue delay are scored together, 
 planned by rmbench.batching on token lengths (study.md concluded that concurrency cannot help
 and batching does; this joins the two). Options (config `runtimes.batching_server.options`):
 strategy (length_aware | token_budget | naive), max_batch, token_budget, queue_delay_ms,
-queue_size, request_timeout_s, and wraps (the runtime inside, ort_python by default).
+queue_size, request_timeout_s, adaptive (on: keep a planned batch only where the server's own
+timings predict it beats the rows alone), and wraps (the runtime inside, ort_python by default).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ DEFAULTS = {
     "queue_delay_ms": 2.0,
     "queue_size": 256,
     "request_timeout_s": 120.0,
+    "adaptive": "off",
 }
 
 
@@ -50,6 +52,8 @@ class BatchingServerRuntime(FastAPIRuntime):
             str(s["queue_size"]),
             "--request-timeout-s",
             str(s["request_timeout_s"]),
+            "--adaptive",
+            str(s["adaptive"]),
         ]
 
     def describe(self) -> dict:
