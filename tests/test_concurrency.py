@@ -156,6 +156,23 @@ def test_cost_model_keeps_a_batch_only_where_it_pays():
     assert not model.keeps_batch([2, 12])  # ... but not with that much padding
     model.observe(2, 0, 1.0)  # nothing to learn from an empty batch
     assert model.ms_per_token[2] == pytest.approx(0.34375)
+    model.observe(8, 80, 160.0)  # 2 ms per padded token in batches of 8
+    assert [model.batch_cost(n) for n in (3, 5, 6, 8)] == pytest.approx([0.34375, 0.34375, 2.0, 2.0])
+
+
+def test_cost_model_calibrates_on_copies_of_one_pair():
+    calls = []
+
+    def score(pairs):  # a batch of n copies costs n x 2 ms, a row alone 1 ms
+        calls.append(len(pairs))
+        time.sleep(0.001 * (2 * len(pairs) if len(pairs) > 1 else 1))
+        return [0.0] * len(pairs)
+
+    model = BatchCostModel()
+    model.calibrate(score, ("p", "r"), tokens=10, sizes=[2, 4])
+    assert calls == [1, 1, 1, 2, 2, 4, 4]  # one untimed call, then each size twice
+    assert model.ms_per_token[1] < model.ms_per_token[2]
+    assert not model.keeps_batch([10, 10])  # batches cost twice as much per token here
 
 
 def test_cost_model_takes_the_other_plan_every_nth_decision():
@@ -230,3 +247,27 @@ def test_native_engine_waits_for_go(tiny_model, binary, tmp_path):
     assert proc.stdout.readline().strip() == "ready"
     proc.stdin.close()  # the launch went away before saying go: the engine stops, with a message
     assert proc.wait(timeout=30) == 2 and "stdin closed before the go line" in proc.stderr.read()
+
+
+def test_each_server_setting_is_compared_with_the_engines_at_its_concurrency():
+    import pandas as pd
+    from rmbench.stats import Checks
+    from rmbench.tables import service_verdicts
+
+    def launches(runtime, variant, row_ms):
+        base = {"model": "m", "device": "cpu", "set": "s", "status": "ok", "runtime": runtime}
+        return [base | {"variant": variant, "row_ms": ms} for ms in row_ms]
+
+    table = pd.DataFrame(
+        launches("ort_python", "mode~shared+clients~8", [100, 101, 99])
+        + launches("batching_server", "mode~shared+clients~8", [200, 202, 198])
+        + launches("batching_server", "mode~shared+clients~8+max_batch~1", [100, 102, 98])
+        + launches("batching_server", "mode~shared+clients~8+adaptive~on", [101, 103, 99])
+        + launches("batching_server", "mode~shared+clients~1", [90, 91, 89])  # no engine at c=1
+    )
+    statements = sorted(service_verdicts(table, "row_ms", Checks(bootstrap=200)).statement)
+    assert statements == [
+        "batching_server adaptive=on vs ort_python at shared c=8: 0.99x, CIs overlap",
+        "batching_server max_batch=1 vs ort_python at shared c=8: 1.00x, CIs overlap",
+        "batching_server vs ort_python at shared c=8: 0.50x, CIs apart",
+    ]

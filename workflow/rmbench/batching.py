@@ -13,6 +13,8 @@ same rules (tests/test_native.py proves both give the same batches).
 
 from __future__ import annotations
 
+import time
+
 STRATEGIES = ("none", "naive", "length_aware", "token_budget")  # the native engine's too
 REPEAT = "repeat"
 DEFAULT_TOKEN_BUDGET = 4096  # the native engine's default too
@@ -60,12 +62,13 @@ class BatchCostModel:
     """Whether a planned batch pays on this device, learned from the batches a server runs.
 
     Per batch size it keeps a moving average of milliseconds per padded token. A planned batch
-    of b rows is predicted to cost cost[b] x b x its longest length, its rows alone
-    cost[1] x their total length; the cheaper plan runs. A batch size not measured yet is tried
-    batched (and single rows are measured whenever they run alone), and every `explore_every`-th
-    decision takes the other plan, so the model follows the device and its drift: on a GPU
-    batches pay and it keeps them; on a CPU where padding costs more than batching saves (the
-    batching study) it scores the rows alone.
+    of b rows is predicted to cost cost[b] x b x its longest length (a size not measured yet
+    takes the nearest measured size's cost), its rows alone cost[1] x their total length; the
+    cheaper plan runs. `calibrate` measures a few sizes before the first request; without it the
+    first batch is tried and the first rows alone measured. Every `explore_every`-th decision
+    takes the other plan, so the model follows the device and its drift: on a GPU batches pay
+    and it keeps them; on a CPU where padding costs more than batching saves (the batching
+    study) it scores the rows alone.
     """
 
     def __init__(self, alpha: float = 0.2, explore_every: int = 16):
@@ -79,12 +82,29 @@ class BatchCostModel:
         value, known = ms / padded_tokens, self.ms_per_token.get(size)
         self.ms_per_token[size] = value if known is None else known + self.alpha * (value - known)
 
+    def calibrate(self, score, pair, tokens: int, sizes: list[int], repeat: int = 2) -> None:
+        """Times `pair` alone and in batches of each size (copies of it: no padding) with
+        `score`, after one untimed call; `tokens` is the pair's token count."""
+        score([pair])
+        for size in [1, *sizes]:
+            for _ in range(repeat):
+                start = time.perf_counter()
+                score([pair] * size)
+                self.observe(size, size * tokens, (time.perf_counter() - start) * 1e3)
+
+    def batch_cost(self, size: int) -> float | None:
+        """Milliseconds per padded token at this batch size: measured, or the nearest measured."""
+        measured = [s for s in self.ms_per_token if s > 1]
+        if size in self.ms_per_token or not measured:
+            return self.ms_per_token.get(size)
+        return self.ms_per_token[min(measured, key=lambda s: (abs(s - size), s))]
+
     def keeps_batch(self, lengths: list[int]) -> bool:
         """True to run these rows as one batch, False to run each alone."""
         size = len(lengths)
         if size == 1:
             return True
-        batched, alone = self.ms_per_token.get(size), self.ms_per_token.get(1)
+        batched, alone = self.batch_cost(size), self.ms_per_token.get(1)
         if batched is None or alone is None:
             return batched is None  # measure the unmeasured plan first
         choice = batched * size * max(lengths) < alone * sum(lengths)

@@ -52,6 +52,11 @@ class ScoreRequest(BaseModel):
 
 
 STOPPED = "rmbench service: stopped cleanly"
+# What the adaptive micro-batcher times at start, alone and in batches (100-200 tokens).
+CALIBRATION_PAIR = (
+    "How should I prepare for a job interview? " * 4,
+    "Research the company, practise answers to common questions and prepare questions of your own. " * 4,
+)
 
 
 class QueueFull(Exception):
@@ -258,6 +263,12 @@ def main(argv=None) -> None:
             encoded = tokenizer(list(prompts), list(responses), truncation=True, max_length=args.max_length)
             return [len(ids) for ids in encoded["input_ids"]]
 
+        cost_model = None
+        if args.adaptive == "on":  # measured before the first request (the service is not up yet)
+            cost_model = BatchCostModel()
+            pair = CALIBRATION_PAIR
+            sizes = sorted({size for size in (2, 4, 8) if size < args.max_batch} | {args.max_batch} - {1})
+            cost_model.calibrate(runtime.score, pair, count_tokens([pair])[0], sizes)
         batcher = MicroBatcher(
             runtime,
             count_tokens,
@@ -266,7 +277,7 @@ def main(argv=None) -> None:
             args.token_budget,
             args.queue_delay_ms / 1e3,
             args.queue_size,
-            BatchCostModel() if args.adaptive == "on" else None,
+            cost_model,
         ).start()
     app = create_app(runtime, batcher, args.request_timeout_s)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", access_log=False)

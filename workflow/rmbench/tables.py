@@ -329,27 +329,36 @@ def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.Da
 
 # Each service against the engines it should at least match, at the same number of clients.
 SERVICE_BASELINES = {"batching_server": ["ort_python", "native"], "fastapi": ["hf_eager"]}
+# Variant keys that set the server up rather than its clients (a max_batch~1 server at c=8 is
+# compared with the engines at c=8).
+SERVER_SETTINGS = ("max_batch", "adaptive")
 
 
 def service_verdicts(launches: pd.DataFrame, metric: str, checks) -> pd.DataFrame:
-    """Each service against a shared in-process engine at the same concurrency, e.g.
-    'batching_server vs ort_python at shared c=8: 1.42x, CIs apart'."""
+    """Each service (with each of its settings) against a shared in-process engine at the same
+    concurrency, e.g. 'batching_server adaptive=on vs ort_python at shared c=8: 1.02x, CIs overlap'."""
     from .stats import compare_latency
 
-    shared = launches[launches["variant"].str.startswith("mode~shared+")]
+    shared = launches[launches["variant"].str.startswith("mode~shared+")].copy()
+    is_setting = lambda part: part.split("~")[0] in SERVER_SETTINGS
+    parts = shared["variant"].str.split("+")
+    shared["variant"] = parts.map(lambda ps: "+".join(p for p in ps if not is_setting(p)))
+    settings = parts.map(lambda ps: " ".join(p.replace("~", "=") for p in ps if is_setting(p)))
+    shared["who"] = (shared["runtime"] + " " + settings).str.strip()
     keys = ["model", "device", "set", "variant"]
-    parts = []
+    found = []
     for service, engines in SERVICE_BASELINES.items():
         for engine in engines:
             pair = shared[shared["runtime"].isin([service, engine])]
             if pair.empty:
                 continue
-            found = compare_latency(pair, keys, "runtime", metric, checks)
-            if not found.empty:
-                parts.append(found[(found["candidate"] == service) & (found["baseline"] == engine)])
-    if not parts:
+            compared = compare_latency(pair, keys, "who", metric, checks)
+            if not compared.empty:
+                is_service = compared["candidate"].str.split(" ").str[0] == service
+                found.append(compared[is_service & (compared["baseline"] == engine)])
+    if not found:
         return pd.DataFrame(columns=[*keys, "candidate", "baseline", "speedup", "verdict", "statement"])
-    rows = pd.concat(parts, ignore_index=True)
+    rows = pd.concat(found, ignore_index=True)
     apart = rows["verdict"].isin(["faster", "slower"])
     rows["statement"] = [
         f"{c} vs {b} at {variant_label(v)}: {s:.2f}x, {'CIs apart' if a else 'CIs overlap'}"
