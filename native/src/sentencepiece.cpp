@@ -2,10 +2,10 @@
 // libsentencepiece-dev), with [CLS]/[SEP]/[PAD] taken from the model's own pieces.
 //
 // Speed: where the model's pieces never span a space (its spec says so, see
-// sentencepiece_splits_on_spaces),
-// each space-separated word is encoded alone and remembered (WordCache), as the Hugging Face
-// tokenizers split on the metaspace and cache words; the ids are the same as the whole text's.
-// With the cache off (--word-cache 0) the whole text goes to the library in one call.
+// sentencepiece_splits_on_spaces), each space-separated word is encoded alone and remembered
+// (WordCache), as the Hugging Face Unigram model splits on the metaspace and caches words; the
+// ids are the same as the whole text's. With the cache off (--word-cache 0) the whole text goes
+// to the library in one call (a call per word without the cache is slower than one call).
 #include <sentencepiece_processor.h>
 
 #include <cstdint>
