@@ -163,9 +163,14 @@ def test_zero_copy_and_preallocation_switches_keep_scores(binary, tiny_model):
     on = native_runtime(tiny_model, binary, zero_copy="on", prealloc="on").time_rows_alone(pairs, 1)
     off = native_runtime(tiny_model, binary, zero_copy="off", prealloc="off").time_rows_alone(pairs, 1)
     assert on["scores"] == off["scores"]
+    # The IoBinding path (auto: CUDA with zero-copy) forced on here, on the CPU.
+    bound = native_runtime(tiny_model, binary, zero_copy="on", io_binding="on")
+    assert bound.time_rows_alone(pairs, 1)["scores"] == on["scores"]
+    assert bound.describe()["options"]["io_binding"] is True
     runtime = native_runtime(tiny_model, binary, zero_copy="off", prealloc="off")
     runtime.time_rows_alone(pairs, 1)
     assert runtime.describe()["options"]["zero_copy"] is False
+    assert runtime.describe()["options"]["io_binding"] is False  # auto on the CPU: off
 
 
 def test_same_onnxruntime_library_and_version_as_python(binary, tiny_model):
@@ -211,6 +216,8 @@ def test_exit_codes_and_messages(binary, tiny_model, tmp_path):
     assert code == 4 and "bad.jsonl:2" in message
     code, message = run("--input", str(good), "--model", str(tiny_model["onnx"]), "--frobnicate", "1")
     assert code == 2 and "--frobnicate" in message
+    code, message = run("--input", str(good), "--model", str(tiny_model["onnx"]), "--io-binding", "yes")
+    assert code == 2 and "auto|on|off" in message
     code, message = run("--input", str(good), "--model", str(tiny_model["onnx"]), "--device", "cuda")
     assert code == 7 and "CUDAExecutionProvider" in message
 

@@ -88,8 +88,17 @@ std::vector<float> Engine::score(const std::vector<const Encoding*>& batch, Buff
   }
   std::vector<Ort::Value> outputs;
   try {
-    outputs = session_.Run(Ort::RunOptions{nullptr}, input_ptrs_.data(), inputs.data(), inputs.size(),
-                           output_ptrs_.data(), output_ptrs_.size());
+    if (options_.uses_io_binding()) {
+      Ort::IoBinding binding(session_);
+      for (size_t i = 0; i < inputs.size(); ++i) binding.BindInput(input_ptrs_[i], inputs[i]);
+      binding.BindOutput(output_ptrs_[0], cpu_memory_);
+      session_.Run(Ort::RunOptions{nullptr}, binding);
+      binding.SynchronizeOutputs();
+      outputs = binding.GetOutputValues();
+    } else {
+      outputs = session_.Run(Ort::RunOptions{nullptr}, input_ptrs_.data(), inputs.data(), inputs.size(),
+                             output_ptrs_.data(), output_ptrs_.size());
+    }
   } catch (const Ort::Exception& e) {
     std::string what = e.what();
     if (what.find("out of data bounds") != std::string::npos || what.find("indices") != std::string::npos)

@@ -16,6 +16,11 @@ struct EngineOptions {
   int intra_op_threads = 0;    // 0 = ORT's default (all cores)
   bool zero_copy = true;       // inputs as Ort::Value over our own buffers, else copied into ORT-owned tensors
   bool preallocate = true;     // reuse input buffers across calls, else allocate per call
+  // Run through an Ort::IoBinding (inputs bound over our buffers, the output bound to host
+  // memory): "auto" does it on CUDA with zero_copy, where ORT then copies each input to the device
+  // once and the score straight back; "on" forces it on CPU too (the tests run that code there).
+  std::string io_binding = "auto";  // auto | on | off
+  bool uses_io_binding() const { return io_binding == "on" || (io_binding == "auto" && device == "cuda" && zero_copy); }
 };
 
 // Input buffers one caller reuses across calls (preallocation on); never shared between threads.

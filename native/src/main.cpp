@@ -39,6 +39,8 @@ constexpr const char* kUsage = R"(usage: rmscore --model FILE --tokenizer DIR --
   --instances shared|independent   one engine for all clients, or one each (default shared)
   --zero-copy on|off           tensors over our buffers, or copied into ORT's (default on)
   --prealloc on|off            reuse input buffers, or allocate per call (default on)
+  --io-binding auto|on|off     run through an IoBinding (inputs over our buffers, the output to
+                               host memory); auto: on CUDA with --zero-copy on (default auto)
   --max-length N               pair truncation, longest_first (default 512)
   --wait-for-go                after loading and warm-up, print "ready" and wait for a line on
                                stdin before timing (to start several engine processes at once)
@@ -106,6 +108,10 @@ Options parse(int argc, char** argv) {
       o.independent = v == "independent";
     } else if (flag == "--zero-copy") o.engine.zero_copy = on_off(flag, v);
     else if (flag == "--prealloc") o.engine.preallocate = on_off(flag, v);
+    else if (flag == "--io-binding") {
+      if (v != "auto" && v != "on" && v != "off") throw Error(ExitCode::usage, "--io-binding takes auto|on|off, not '" + v + "'");
+      o.engine.io_binding = v;
+    }
     else if (flag == "--max-length") o.max_length = count(flag, v, 3);
     else if (flag == "--repeat") o.repeat = count(flag, v, 1);
     else if (flag == "--word-cache") o.word_cache = count(flag, v, 0);
@@ -296,7 +302,8 @@ int main(int argc, char** argv) {
           {"warmup", o.warmup}, {"batch_size", o.batch_size}, {"batching", strategy_name(o.batching)},
           {"token_budget", o.token_budget}, {"concurrency", o.concurrency},
           {"instances", o.independent ? "independent" : "shared"}, {"wait_for_go", o.wait_for_go}, {"zero_copy", o.engine.zero_copy},
-          {"prealloc", o.engine.preallocate}, {"max_length", o.max_length}, {"word_cache", o.word_cache}}},
+          {"prealloc", o.engine.preallocate}, {"io_binding", o.engine.uses_io_binding()},
+          {"max_length", o.max_length}, {"word_cache", o.word_cache}}},
     };
     if (o.tokenize_only) {
       result["tokenize"] = tokenize_bench(*tok, rows, o);

@@ -90,7 +90,7 @@ class NativeRuntime(Runtime):
 
     def time_rows_alone(self, pairs, warmup_rows):
         switches = []
-        for key in ("zero_copy", "prealloc"):  # the zero-copy ablation's variants (on | off)
+        for key in ("zero_copy", "prealloc", "io_binding"):  # the zero-copy ablation's variants
             if key in self.options:
                 switches += [f"--{key.replace('_', '-')}", self.options[key]]
         result = self.run(pairs, "--warmup", str(warmup_rows), "--batching", "none", *switches)
@@ -192,5 +192,5 @@ class NativeRuntime(Runtime):
                 stop_all(procs)
 
     def describe(self) -> dict:
-        keys = ("ort_version", "ort_api", "ort_library", "tokenizer", "options")
+        keys = ("ort_version", "ort_api", "ort_library", "tokenizer", "tokenizer_words", "options")
         return super().describe() | {"binary": str(self.binary)} | {k: self.last_run.get(k) for k in keys}
