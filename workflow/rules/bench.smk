@@ -15,7 +15,7 @@ rule cell:
     conda:
         "../../envs/bench.yaml"
     # Every core: a measurement never shares the machine with another job.
-    threads: workflow.cores
+    threads: all_cores
     resources:
         mem_mb=CELL_MEM_MB,
         runtime=CELL_RUNTIME_MIN,

@@ -309,5 +309,11 @@ def cell_settings(wildcards):
     return settings
 
 
+def all_cores(wildcards):
+    """Every core Snakemake was given; a function, so that commands given no --cores (--unlock,
+    --report) do not need them."""
+    return workflow.cores
+
+
 def study_cells(wildcards):
     return [cell["path"] for cell in CELLS if cell["study"] == wildcards.study]

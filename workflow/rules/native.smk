@@ -12,7 +12,7 @@ rule native_build:
     priority: SETUP_PRIORITY
     conda:
         "../../envs/native.yaml"
-    threads: workflow.cores
+    threads: all_cores
     params:
         build="results/native/build",
         python=sys.executable,  # its onnxruntime package provides the library the engine links
