@@ -47,8 +47,8 @@ def time_native(
 
 def run_tokenizer_launch(cell: dict, rows: list[dict], model_dir, binary, settings: dict) -> dict:
     """One launch: every pair tokenized `repeat` times; per pair the mean, per launch p50/mean,
-    and the mean of the first pass alone (the tokenizers' word caches are cold there: the native
-    SentencePiece and the Hugging Face models remember the words they have seen)."""
+    and the mean of the first pass alone (word caches are cold there: the native SentencePiece
+    tokenizer and the Hugging Face Unigram model remember the words they have seen)."""
     pairs = [(r["prompt"], r["response"]) for r in rows]
     args = (settings["repeat"], settings["warmup_rows"], settings["max_length"])
     name = cell["runtime"]
