@@ -52,6 +52,17 @@ def test_bf16_autocast_changes_scores_a_little_and_fp32_not_at_all(tiny_model, r
         engine(tiny_model, "hf_eager", precision="int8")
 
 
+def test_eager_through_onednn_kernels_scores_like_the_reference(tiny_model, reference):
+    runtime = engine(tiny_model, "hf_eager", kernels="onednn")
+    assert np.allclose(runtime.score(pairs(tiny_model)), reference, atol=1e-4)
+    assert type(runtime.model.base_model.encoder.layer[0].intermediate.dense).__name__ == "MkldnnLinear"
+    assert runtime.describe()["kernels"] == "onednn"
+    with pytest.raises(ValueError, match="kernels onednn is a CPU fp32 path, not cpu bf16"):
+        engine(tiny_model, "hf_eager", kernels="onednn", precision="bf16")
+    with pytest.raises(ValueError, match="kernels must be one of default, onednn"):
+        engine(tiny_model, "hf_eager", kernels="mkl")
+
+
 def test_torch_compile_with_freezing_scores_like_the_reference(tiny_model, reference, tmp_path):
     runtime = engine(tiny_model, "torch_compile", freezing="on", cache_root=str(tmp_path))
     assert np.allclose(runtime.score(pairs(tiny_model)[:3]), reference[:3], atol=1e-4)
@@ -168,10 +179,12 @@ def test_gap_table_attributes_the_eager_to_ort_gap_by_hand():
             summary_row("ort_python graph=all", 50.0, gflops=40.0),
             summary_row("torch_compile freezing=off", 90.0),
             summary_row("torch_compile freezing=on", 80.0),
+            summary_row("hf_eager precision=fp32 kernels=onednn", 95.0),
         ]
     )
     gap = gap_table(summary, "hf_eager precision=fp32", {"m": ("onnxruntime", 80.0)}).set_index("step")
-    assert list(gap["share_of_gap"].round(2).fillna(-1)) == [-1, 0.6, 0.2, 0.16, 0.04, -1, -1]
+    assert list(gap["share_of_gap"].round(2).fillna(-1)) == [-1, 0.6, 0.2, 0.16, 0.04, -1, -1, -1]
+    assert gap.loc["hf_eager precision=fp32 kernels=onednn", "saves_ms"] == 5.0  # against eager
     assert gap.loc["torch_compile freezing=on", "saves_ms"] == 10.0  # against compile without freezing
     assert gap.loc["torch_compile freezing=off", "saves_ms"] == 10.0  # against eager
     assert gap.loc["ort_python graph=all", "fraction_of_ceiling"] == 0.5

@@ -122,6 +122,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     assert set(table.step) == {
         "hf_eager precision=fp32",
         "hf_eager precision=bf16",
+        "hf_eager precision=fp32 kernels=onednn",
         "torch_compile freezing=off",
         "torch_compile freezing=on",
         "ort_python graph=disabled",

@@ -5,8 +5,9 @@ From the decomposition study's statistics (one step = one runtime x variant):
   share of the eager -> ORT (all) gap that each step closes: kernels and runtime (eager -> ORT
   with graph optimizations disabled), constant folding and node elimination (-> basic), fusions
   (-> extended), layout transformations (-> all), then onnxruntime.transformers' offline fusions
-  (beyond the gap: its share can pass 100%); plus torch.compile's freezing, and the achieved
-  GFLOP/s of every step against the measured GEMM ceiling where the gemm study ran.
+  (beyond the gap: its share can pass 100%); plus eager through oneDNN's kernels (the kernel
+  side alone, no graph change), torch.compile's freezing, and the achieved GFLOP/s of every step
+  against the measured GEMM ceiling where the gemm study ran.
 - fidelity_table: every reduced-precision variant's gate (preference agreement, |delta|) beside
   its speed-up against the same runtime in fp32 and against fp32 ONNX Runtime, with CIs' verdicts.
 """
@@ -32,6 +33,12 @@ ORT_STEPS = [
 ORT_FP32 = "ort_python graph=all"
 
 
+def with_param(step: str, key: str, value: str) -> str:
+    """A step's name with one more setting, in the order config writes it last:
+    ('hf_eager precision=fp32', 'kernels', 'onednn') -> 'hf_eager precision=fp32 kernels=onednn'."""
+    return f"{step} {key}={value}"
+
+
 def fp32_counterparts(step: str) -> list[str]:
     """The names the same runtime and settings may have in fp32, in order of preference:
     'native precision=int8' -> ['native precision=fp32', 'native']."""
@@ -48,11 +55,16 @@ def gap_table(
 ) -> pd.DataFrame:
     """One row per model and step of the eager -> ORT path and of eager -> torch.compile ->
     freezing: p50 with its CI, the milliseconds it saves against the step before, that as a share
-    of the whole eager -> ORT gap (ORT path), achieved GFLOP/s and the fraction of the ceiling."""
+    of the whole eager -> ORT gap (ORT path), achieved GFLOP/s and the fraction of the ceiling.
+    Eager through oneDNN is named as the baseline plus `kernels=onednn`."""
     chains = [
         [(baseline, "eager (reference)")]
         + [(f"ort_python graph={lvl}", what) for lvl, what in ORT_STEPS]
-        + [(f"{ORT_FP32} optimizer=transformers", "onnxruntime.transformers offline fusions")],
+        + [(with_param(ORT_FP32, "optimizer", "transformers"), "onnxruntime.transformers offline fusions")],
+        [
+            (baseline, "eager (reference)"),
+            (with_param(baseline, "kernels", "onednn"), "oneDNN linear kernels"),
+        ],
         [
             (baseline, "eager (reference)"),
             ("torch_compile freezing=off", "torch.compile (Inductor)"),
@@ -163,7 +175,8 @@ def gap_latex(gap: pd.DataFrame, set_name: str) -> str:
     }
     caption = (
         f"Where the CPU speed-up comes from on {set_name}: per-row p50 (mean over launches, 95\\% "
-        "t-interval) of eager PyTorch, ONNX Runtime at each graph optimization level, and torch.compile "
+        "t-interval) of eager PyTorch (with its own and with oneDNN's linear kernels), ONNX Runtime at each "
+        "graph optimization level, and torch.compile "
         "with and without freezing; the milliseconds each step saves against the one before it, as a share "
         "of the whole eager to ONNX Runtime (all optimizations) gap, and achieved GFLOP/s as a share of the "
         "best measured fp32 GEMM rate. Intervals and verdicts of every pair are in the decomposition table."

@@ -21,7 +21,7 @@ from .errors import RmbenchError
 # What each runtime of the decomposition study takes, by variant key. `optimizer: transformers`
 # loads the file after onnxruntime.transformers' fusions (rule optimize_onnx).
 VARIANT_VALUES = {
-    "hf_eager": {"precision": ("fp32", "bf16")},
+    "hf_eager": {"precision": ("fp32", "bf16"), "kernels": ("default", "onednn")},
     "torch_compile": {"precision": ("fp32", "bf16"), "freezing": ("on", "off")},
     "ort_python": {
         "precision": ("fp32", "int8"),

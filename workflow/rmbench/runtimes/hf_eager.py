@@ -18,9 +18,14 @@ def torch_unavailable_reason(device: str) -> str | None:
 # CPU/CUDA autocast, so matmuls and linear layers take bfloat16 and the score comes back as float.
 TORCH_PRECISIONS = ("fp32", "bf16")
 
+# Kernel paths for eager's linear layers (option `kernels`): torch's own dispatch (MKL's sgemm in
+# the CPU wheel), or oneDNN inner products over weights reordered once at load
+# (torch.utils.mkldnn.to_mkldnn): the kernel side of the eager -> ORT gap, without graph changes.
+EAGER_KERNELS = ("default", "onednn")
+
 
 class HFEagerRuntime(Runtime):
-    """Options: precision (fp32 | bf16, default fp32)."""
+    """Options: precision (fp32 | bf16, default fp32); kernels (default | onednn, CPU fp32 only)."""
 
     name = "hf_eager"
 
@@ -36,10 +41,24 @@ class HFEagerRuntime(Runtime):
             raise ValueError(
                 f"{self.name}: precision must be one of {', '.join(TORCH_PRECISIONS)}, not {self.precision}"
             )
+        self.kernels = self.options.get("kernels", "default")
+        if self.kernels not in EAGER_KERNELS:
+            raise ValueError(
+                f"{self.name}: kernels must be one of {', '.join(EAGER_KERNELS)}, not {self.kernels}"
+            )
+        if self.kernels == "onednn" and (self.device != "cpu" or self.precision != "fp32"):
+            raise ValueError(
+                f"{self.name}: kernels onednn is a CPU fp32 path, not {self.device} {self.precision}"
+            )
         torch.set_num_threads(self.threads)
         self.torch = torch
         self.tokenizer = load_tokenizer(self.model_dir)
         self.model = load_model(self.model_dir, self.device)
+        if self.kernels == "onednn":
+            import torch.utils.mkldnn
+
+            # nn.Linear -> MkldnnLinear: each call converts its input to oneDNN's layout and back
+            self.model = torch.utils.mkldnn.to_mkldnn(self.model)
 
     def score(self, pairs):
         if self.torch.get_num_threads() != self.threads:
@@ -60,6 +79,7 @@ class HFEagerRuntime(Runtime):
             "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(),
             "precision": self.precision,
+            "kernels": self.kernels,
             # whether oneDNN has bf16 kernels for this CPU (else bf16 takes a slow reference path)
             "onednn_bf16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
             # which BLAS / oneDNN / ISA torch dispatches to: the kernel side of the eager -> ORT gap
