@@ -20,16 +20,17 @@ import re
 import pandas as pd
 
 from .cells import parse_params
+from .export import GRAPH_LEVELS
 from .tables import fmt_ci, simple_latex, step_name
 
-# The ONNX Runtime graph levels in order, and what each step adds (config steps are
+# What each ONNX Runtime graph level adds to the one before (config steps are
 # "ort_python graph=<level>"; ORT-Python without a graph key runs at "all").
-ORT_STEPS = [
-    ("disabled", "kernels and runtime (eager -> ORT, no graph optimization)"),
-    ("basic", "constant folding, redundant nodes"),
-    ("extended", "fusions (attention, GELU, layer norm)"),
-    ("all", "layout transformations"),
-]
+ORT_LEVEL_ADDS = {
+    "disabled": "kernels and runtime (eager -> ORT, no graph optimization)",
+    "basic": "constant folding, redundant nodes",
+    "extended": "fusions (attention, GELU, layer norm)",
+    "all": "layout transformations",
+}
 ORT_FP32 = "ort_python graph=all"
 
 
@@ -59,7 +60,7 @@ def gap_table(
     Eager through oneDNN is named as the baseline plus `kernels=onednn`."""
     chains = [
         [(baseline, "eager (reference)")]
-        + [(f"ort_python graph={lvl}", what) for lvl, what in ORT_STEPS]
+        + [(f"ort_python graph={level}", ORT_LEVEL_ADDS[level]) for level in GRAPH_LEVELS]
         + [(with_param(ORT_FP32, "optimizer", "transformers"), "onnxruntime.transformers offline fusions")],
         [
             (baseline, "eager (reference)"),

@@ -17,15 +17,17 @@ from pathlib import Path
 import numpy as np
 
 from .errors import RmbenchError
+from .export import GRAPH_LEVELS
+from .runtimes.hf_eager import EAGER_KERNELS, TORCH_PRECISIONS
 
 # What each runtime of the decomposition study takes, by variant key. `optimizer: transformers`
 # loads the file after onnxruntime.transformers' fusions (rule optimize_onnx).
 VARIANT_VALUES = {
-    "hf_eager": {"precision": ("fp32", "bf16"), "kernels": ("default", "onednn")},
-    "torch_compile": {"precision": ("fp32", "bf16"), "freezing": ("on", "off")},
+    "hf_eager": {"precision": TORCH_PRECISIONS, "kernels": EAGER_KERNELS},
+    "torch_compile": {"precision": TORCH_PRECISIONS, "freezing": ("on", "off")},
     "ort_python": {
         "precision": ("fp32", "int8"),
-        "graph": ("disabled", "basic", "extended", "all"),
+        "graph": GRAPH_LEVELS,
         "optimizer": ("none", "transformers"),
     },
     "native": {"precision": ("fp32", "int8"), "optimizer": ("none", "transformers")},
