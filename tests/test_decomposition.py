@@ -6,7 +6,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from rmbench.decomposition import fidelity_table, fp32_counterparts, gap_table
+from rmbench.decomposition import (
+    fidelity_table,
+    fp32_counterparts,
+    gap_table,
+    operator_profile,
+    operator_table,
+)
 from rmbench.errors import RmbenchError
 from rmbench.export import reference_scores
 from rmbench.precision import check_variants, fidelity_report, preference_fidelity, quantize_int8
@@ -189,6 +195,29 @@ def test_gap_table_attributes_the_eager_to_ort_gap_by_hand():
     assert gap.loc["torch_compile freezing=off", "saves_ms"] == 10.0  # against eager
     assert gap.loc["ort_python graph=all", "fraction_of_ceiling"] == 0.5
     assert gap.loc["ort_python graph=all", "speedup_vs_eager"] == 2.0
+
+
+def test_the_operator_profile_splits_ort_time_by_operator_type(tiny_model):
+    pairs_ = pairs(tiny_model)[:4]
+    profile = operator_profile(tiny_model["onnx"], tiny_model["model"], pairs_, 1, warmup=1, max_length=512)
+    shares = {o["op_type"]: o["share"] for o in profile["operators"]}
+    assert profile["rows"] == 3 and math.isclose(sum(shares.values()), 1.0)
+    assert "MatMul" in shares and 0 < profile["matrix_share"] < 1
+    assert all(o["ms_per_row"] > 0 for o in profile["operators"])
+    with pytest.raises(ValueError, match="none after 4 warm-up rows"):
+        operator_profile(tiny_model["onnx"], tiny_model["model"], pairs_, 1, warmup=4, max_length=512)
+
+
+def test_operator_table_keeps_the_top_types_and_sums_the_rest():
+    ops = [("MatMul", 6.0), ("Add", 2.0), ("Softmax", 1.0), ("Gather", 1.0)]
+    profile = {
+        "operators": [{"op_type": op, "ms_per_row": ms, "share": ms / 10} for op, ms in ops],
+        "matrix_share": 0.6,
+    }
+    table = operator_table({"m": profile}, top=2)
+    assert list(table.op_type) == ["MatMul", "Add", "other (2 types)", "matrix products"]
+    assert table.ms_per_row.iloc[2] == 2.0 and table.share.iloc[2] == pytest.approx(0.2)
+    assert table.share.iloc[3] == 0.6 and math.isnan(table.ms_per_row.iloc[3])
 
 
 def test_fidelity_table_joins_gate_and_speedups():

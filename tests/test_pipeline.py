@@ -147,6 +147,10 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     )
     assert ((fidelity.preference_agreement >= 0.99) == (fidelity.gate == "passed")).all()
     assert (fidelity.pairs == 12).all() and fidelity.speedup_vs_ort_fp32.notna().all()
+    operators = pd.read_csv(smoke_run / "paper/tables/ort_operators.csv")
+    matrix = operators[operators.op_type == "matrix products"]
+    assert list(matrix.model) == ["electra"] and matrix.share.between(0.3, 1).all()
+    assert operators[operators.op_type != "matrix products"].share.sum() == pytest.approx(1.0)
     gap = pd.read_csv(smoke_run / "paper/tables/decomposition_gap.csv")
     # the ORT levels' shares add up to the whole eager -> ORT gap (the transformers optimizer goes beyond it)
     levels = gap[gap.step.str.match(r"ort_python graph=\w+$")]

@@ -8,19 +8,26 @@ From the decomposition study's statistics (one step = one runtime x variant):
   (beyond the gap: its share can pass 100%); plus eager through oneDNN's kernels (the kernel
   side alone, no graph change), torch.compile's freezing, and the achieved GFLOP/s of every step
   against the measured GEMM ceiling where the gemm study ran.
+- operator_profile / operator_table: where ONNX Runtime's own time goes, by operator type, from
+  its profiler: the share in matrix products bounds how close to the GEMM ceiling a model can get.
 - fidelity_table: every reduced-precision variant's gate (preference agreement, |delta|) beside
   its speed-up against the same runtime in fp32 and against fp32 ONNX Runtime, with CIs' verdicts.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import tempfile
+from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 
 from .cells import parse_params
-from .export import GRAPH_LEVELS
+from .export import GRAPH_LEVELS, ort_feed, ort_session
+from .models import encode, load_tokenizer
 from .tables import fmt_ci, simple_latex, step_name
 
 # What each ONNX Runtime graph level adds to the one before (config steps are
@@ -104,6 +111,97 @@ def gap_table(
                     )
                 before = p50[step]
     return pd.DataFrame(rows)
+
+
+# Operator types that are matrix products (what the GEMM ceiling measures), fp32 and int8.
+MATRIX_OPS = {
+    "MatMul",
+    "FusedMatMul",
+    "Gemm",
+    "MatMulInteger",
+    "MatMulIntegerToFloat",
+    "DynamicQuantizeMatMul",
+}
+
+
+def operator_profile(
+    onnx_path: Path, model_dir: Path, pairs: list[tuple[str, str]], threads: int, warmup: int, max_length: int
+) -> dict:
+    """Each pair scored alone by ORT (graph level all) with its profiler on; the kernel time of
+    every operator after `warmup` runs, summed by operator type. Profiling slows every operator a
+    little, so this gives shares, not latencies (those come from the study's launches)."""
+    tokenizer = load_tokenizer(model_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        session = ort_session(onnx_path, threads, profile_prefix=str(Path(tmp) / "ort"))
+        for prompt, response in pairs:
+            session.run(None, ort_feed(session, encode(tokenizer, [(prompt, response)], "np", max_length)))
+        events = json.loads(Path(session.end_profiling()).read_text())
+    runs = sorted((e for e in events if e.get("name") == "model_run"), key=lambda e: e["ts"])
+    if len(runs) <= warmup:
+        raise ValueError(f"operator profile: {len(runs)} runs recorded, none after {warmup} warm-up rows")
+    after_warmup = runs[warmup - 1]["ts"] + runs[warmup - 1]["dur"] if warmup else 0
+    by_type: Counter = Counter()
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and e["ts"] >= after_warmup:
+            by_type[e["args"]["op_name"]] += e["dur"]
+    total, measured = sum(by_type.values()), len(runs) - warmup
+    return {
+        "rows": measured,
+        "threads": threads,
+        "operators": [
+            {"op_type": op, "ms_per_row": us / 1000 / measured, "share": us / total}
+            for op, us in by_type.most_common()
+        ],
+        "matrix_share": sum(us for op, us in by_type.items() if op in MATRIX_OPS) / total,
+    }
+
+
+def operator_table(profiles: dict[str, dict], top: int = 6) -> pd.DataFrame:
+    """Per model: its `top` operator types by time, the rest as 'other', and the matrix products'
+    share of all operator time."""
+    rows = []
+    for model, profile in sorted(profiles.items()):
+        ops = profile["operators"]
+        shown = ops[:top] + (
+            [
+                {
+                    "op_type": f"other ({len(ops) - top} types)",
+                    "ms_per_row": sum(o["ms_per_row"] for o in ops[top:]),
+                    "share": sum(o["share"] for o in ops[top:]),
+                }
+            ]
+            if len(ops) > top
+            else []
+        )
+        rows += [{"model": model} | o for o in shown]
+        rows.append(
+            {
+                "model": model,
+                "op_type": "matrix products",
+                "ms_per_row": math.nan,
+                "share": profile["matrix_share"],
+            }
+        )
+    return pd.DataFrame(rows, columns=["model", "op_type", "ms_per_row", "share"])
+
+
+def operator_latex(table: pd.DataFrame) -> str:
+    shown = table.assign(
+        ms=["--" if math.isnan(m) else f"{m:.2f}" for m in table["ms_per_row"]],
+        pct=[_pct(s) if s >= 0.01 else "<1%" for s in table["share"]],
+    )
+    caption = (
+        "Where ONNX Runtime's time goes (graph level all, fp32): kernel time per operator type from its "
+        "profiler, mean per row over the decomposition rows after warm-up, and its share of all operator "
+        "time; the last row of each model sums the matrix products (MatMul, FusedMatMul, Gemm), the "
+        "part a faster GEMM can speed up. The profiler slows every operator a little: read the shares."
+    )
+    return simple_latex(
+        shown,
+        {"model": "Model", "op_type": "Operator", "ms": "ms per row", "pct": "Share"},
+        caption,
+        "tab:ort-operators",
+    )
 
 
 def fidelity_table(reports: list[dict], comparisons: pd.DataFrame) -> pd.DataFrame:

@@ -178,6 +178,12 @@ rule decomposition_tables:
             "paper/tables/fidelity.csv", caption="../report/derived_table.rst", category="Tables"
         ),
         fidelity_tex="paper/tables/fidelity.tex",
+        operators_csv=report(
+            "paper/tables/ort_operators.csv",
+            caption="../report/derived_table.rst",
+            category="Tables",
+        ),
+        operators_tex="paper/tables/ort_operators.tex",
         pdf="paper/figures/decomposition.pdf",
         png=report(
             "paper/figures/decomposition.png",

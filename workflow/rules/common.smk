@@ -144,13 +144,17 @@ def study_outputs():
     if "concurrency" in enabled_studies():
         outputs += ["paper/figures/concurrency.pdf", "paper/tables/concurrency_verdicts.csv"]
     if "decomposition" in enabled_studies():
-        outputs += ["paper/tables/decomposition_gap.tex", "paper/tables/fidelity.tex"]
+        outputs += [
+            "paper/tables/decomposition_gap.tex",
+            "paper/tables/fidelity.tex",
+            "paper/tables/ort_operators.tex",
+        ]
     return outputs
 
 
 def decomposition_inputs(wildcards):
-    """The study's statistics and table, every reduced-precision variant's fidelity report, and
-    the GEMM ceiling where the gemm study runs."""
+    """The study's statistics and table, every reduced-precision variant's fidelity report, the
+    GEMM ceiling where the gemm study runs, and ORT's operator profile per model on the CPU."""
     inputs = {
         "summary": "results/tables/decomposition/summary.csv",
         "comparisons": "results/tables/decomposition/comparisons.csv",
@@ -166,6 +170,11 @@ def decomposition_inputs(wildcards):
     }
     if "gemm" in enabled_studies():
         inputs["gemm"] = "results/tables/gemm/summary.csv"
+    study = config["studies"]["decomposition"]
+    if "cpu" in study["devices"]:
+        inputs["operators"] = expand(
+            "results/decomposition/operators/{model}.json", model=study["models"]
+        )
     return inputs
 
 

@@ -1,5 +1,6 @@
-# The decomposition study's ONNX variants (int8, transformers-optimized), and the fidelity gate
-# every reduced-precision variant passes through before its launches are checked against it.
+# The decomposition study's ONNX variants (int8, transformers-optimized), the fidelity gate
+# every reduced-precision variant passes through before its launches are checked against it, and
+# ONNX Runtime's operator profile (where its time goes).
 
 
 rule quantize_onnx:
@@ -59,3 +60,28 @@ rule fidelity:
         repo=workflow.basedir,
     script:
         "../scripts/fidelity.py"
+
+
+rule ort_operators:
+    input:
+        onnx="results/onnx/{model}/model.onnx",
+        model="results/models/{model}",
+        rows=lambda wildcards: "results/data/{}.jsonl".format(
+            config["studies"]["decomposition"]["sets"][0]
+        ),
+    output:
+        "results/decomposition/operators/{model}.json",
+    log:
+        "results/logs/decomposition/operators_{model}.log",
+    conda:
+        "../../envs/bench.yaml"
+    # A measurement: the machine to itself, as every launch.
+    threads: all_cores
+    params:
+        threads=threads(),
+        rows=config["studies"]["decomposition"].get("rows", 0),
+        warmup=config["launch"]["warmup_rows"],
+        max_length=config["data"]["max_length"],
+        repo=workflow.basedir,
+    script:
+        "../scripts/ort_operators.py"

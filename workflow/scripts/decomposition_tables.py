@@ -1,8 +1,16 @@
 """The decomposition study's derived outputs: the eager -> ORT gap by step, the fidelity table of
-every reduced-precision variant, and the figure (p50 and achieved GFLOP/s per step vs the ceiling)."""
+every reduced-precision variant, ORT's time by operator type, and the figure (p50 and achieved
+GFLOP/s per step vs the ceiling)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.decomposition import fidelity_latex, fidelity_table, gap_latex, gap_table
+from rmbench.decomposition import (
+    fidelity_latex,
+    fidelity_table,
+    gap_latex,
+    gap_table,
+    operator_latex,
+    operator_table,
+)
 from rmbench.figures import decomposition_figure
 from rmbench.glue import logged, read_json, read_table
 from rmbench.roofline import ceilings
@@ -19,4 +27,8 @@ with logged(snakemake.log[0]):
     fidelity.to_csv(out.fidelity_csv, index=False)
     with open(out.fidelity_tex, "w") as f:
         f.write(fidelity_latex(fidelity, par.min_agreement))
+    operators = operator_table({p["model"]: p for p in map(read_json, inp.get("operators", []))})
+    operators.to_csv(out.operators_csv, index=False)
+    with open(out.operators_tex, "w") as f:
+        f.write(operator_latex(operators))
     decomposition_figure(read_table(inp.table), par.headline_set, out.pdf, best)
