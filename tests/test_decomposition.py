@@ -15,6 +15,7 @@ from rmbench.decomposition import (
 )
 from rmbench.errors import RmbenchError
 from rmbench.export import reference_scores
+from rmbench.figures import gap_figure
 from rmbench.precision import check_variants, fidelity_report, preference_fidelity, quantize_int8
 from rmbench.runtimes import runtime_class
 from rmbench.tables import launch_row, step_name
@@ -195,6 +196,22 @@ def test_gap_table_attributes_the_eager_to_ort_gap_by_hand():
     assert gap.loc["torch_compile freezing=off", "saves_ms"] == 10.0  # against eager
     assert gap.loc["ort_python graph=all", "fraction_of_ceiling"] == 0.5
     assert gap.loc["ort_python graph=all", "speedup_vs_eager"] == 2.0
+    assert list(gap["path"]) == ["onnxruntime"] * 5 + ["onednn"] + ["torch.compile"] * 2
+
+
+def test_gap_figure_draws_every_path(tmp_path):
+    summary = pd.DataFrame(
+        [
+            summary_row("hf_eager precision=fp32", 100.0),
+            summary_row("ort_python graph=disabled", 70.0),
+            summary_row("ort_python graph=extended", 75.0),  # a step that costs: a red bar
+            summary_row("torch_compile freezing=off", 90.0),
+        ]
+    )
+    gap_figure(gap_table(summary, "hf_eager precision=fp32"), "s", tmp_path / "gap.pdf")
+    assert (tmp_path / "gap.pdf").stat().st_size > 1000 and (tmp_path / "gap.png").stat().st_size > 1000
+    gap_figure(pd.DataFrame(), "s", tmp_path / "empty.pdf")  # no launch succeeded: says so
+    assert (tmp_path / "empty.pdf").exists()
 
 
 def test_the_operator_profile_splits_ort_time_by_operator_type(tiny_model):

@@ -147,6 +147,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     )
     assert ((fidelity.preference_agreement >= 0.99) == (fidelity.gate == "passed")).all()
     assert (fidelity.pairs == 12).all() and fidelity.speedup_vs_ort_fp32.notna().all()
+    assert (smoke_run / "paper/figures/decomposition_gap.pdf").stat().st_size > 1000
     operators = pd.read_csv(smoke_run / "paper/tables/ort_operators.csv")
     matrix = operators[operators.op_type == "matrix products"]
     assert list(matrix.model) == ["electra"] and matrix.share.between(0.3, 1).all()

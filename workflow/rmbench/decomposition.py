@@ -61,30 +61,30 @@ def _metric(summary: pd.DataFrame, step: str, metric: str = "p50_ms") -> float:
 def gap_table(
     summary: pd.DataFrame, baseline: str, ceilings: dict[str, tuple[str, float]] | None = None
 ) -> pd.DataFrame:
-    """One row per model and step of the eager -> ORT path and of eager -> torch.compile ->
-    freezing: p50 with its CI, the milliseconds it saves against the step before, that as a share
+    """One row per model and step of each path from eager (`path`: to ONNX Runtime's levels, to
+    oneDNN's kernels, to torch.compile and freezing): p50 with its CI, the milliseconds it saves against the step before, that as a share
     of the whole eager -> ORT gap (ORT path), achieved GFLOP/s and the fraction of the ceiling.
     Eager through oneDNN is named as the baseline plus `kernels=onednn`."""
-    chains = [
-        [(baseline, "eager (reference)")]
+    chains = {
+        "onnxruntime": [(baseline, "eager (reference)")]
         + [(f"ort_python graph={level}", ORT_LEVEL_ADDS[level]) for level in GRAPH_LEVELS]
         + [(with_param(ORT_FP32, "optimizer", "transformers"), "onnxruntime.transformers offline fusions")],
-        [
+        "onednn": [
             (baseline, "eager (reference)"),
             (with_param(baseline, "kernels", "onednn"), "oneDNN linear kernels"),
         ],
-        [
+        "torch.compile": [
             (baseline, "eager (reference)"),
             ("torch_compile freezing=off", "torch.compile (Inductor)"),
             ("torch_compile freezing=on", "Inductor freezing: weights as constants"),
         ],
-    ]
+    }
     ceilings = ceilings or {}
     rows = []
     for (model, device, set_name), group in summary.groupby(["model", "device", "set"], sort=True):
         p50 = {step: _metric(group, step) for step in group["step"]}
         total = p50.get(baseline, math.nan) - p50.get(ORT_FP32, math.nan)
-        for chain_index, chain in enumerate(chains):
+        for chain_index, (path, chain) in enumerate(chains.items()):
             before = math.nan
             for step, what in chain:
                 if math.isnan(p50.get(step, math.nan)):
@@ -97,6 +97,7 @@ def gap_table(
                             "model": model,
                             "device": device,
                             "set": set_name,
+                            "path": path,
                             "step": step,
                             "adds": what,
                             "p50_ms": p50[step],

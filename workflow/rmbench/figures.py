@@ -181,3 +181,43 @@ def decomposition_figure(
         f"Where the speed comes from on {set_name}: mean over launches, 95% CI",
         pdf_path,
     )
+
+
+def gap_figure(gap: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
+    """Per model, each path from eager as a waterfall: a step's bar runs from the p50 of the step
+    before it to its own (green: it saves time, red: it costs), its own p50 with its 95% CI as a
+    point; the eager bar is the reference every path starts from."""
+    panels = sorted(gap.groupby(["model", "device"]).groups) if len(gap) else []
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5.5 * max(1, len(panels)), 4.2), squeeze=False)
+    for ax, (model, device) in zip(axes[0], panels):
+        sub = gap[(gap["model"] == model) & (gap["device"] == device)].reset_index(drop=True)
+        for x, r in sub.iterrows():
+            before = r.p50_ms + r.saves_ms if pd.notna(r.saves_ms) else 0.0
+            color = "grey" if pd.isna(r.saves_ms) else ("tab:green" if r.saves_ms >= 0 else "tab:red")
+            ax.bar(x, r.p50_ms - before, bottom=before, color=color, alpha=0.7)
+            err = [[r.p50_ms - r.p50_ms_lo], [r.p50_ms_hi - r.p50_ms]]
+            ax.errorbar(x, r.p50_ms, yerr=err, fmt="o", color="black", capsize=3, markersize=3)
+        # each path named above its steps, a dotted line where the next begins (eager opens the first)
+        for path, steps in sub.iloc[1:].groupby("path", sort=False):
+            ax.axvline(steps.index[0] - 0.5, color="black", linestyle=":", linewidth=0.8)
+            ax.text(
+                steps.index.to_numpy().mean(),
+                1.01,
+                path,
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                fontsize=8,
+            )
+        ax.set_xticks(list(sub.index), sub["adds"], rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("per-row p50, ms")
+        ax.set_ylim(bottom=0)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_title(f"{model} ({device})", pad=14)
+    fig.subplots_adjust(top=0.84)  # room for the path names between the titles
+    finish(
+        fig,
+        axes,
+        bool(panels),
+        f"From eager to each runtime on {set_name}: what each step saves (green) or costs (red)",
+        pdf_path,
+    )

@@ -187,7 +187,13 @@ rule decomposition_tables:
         pdf="paper/figures/decomposition.pdf",
         png=report(
             "paper/figures/decomposition.png",
-            caption="../report/study_figure.rst",
+            caption="../report/decomposition_figure.rst",
+            category="Figures",
+        ),
+        gap_pdf="paper/figures/decomposition_gap.pdf",
+        gap_png=report(
+            "paper/figures/decomposition_gap.png",
+            caption="../report/decomposition_gap_figure.rst",
             category="Figures",
         ),
     log:

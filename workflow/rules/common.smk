@@ -148,6 +148,7 @@ def study_outputs():
             "paper/tables/decomposition_gap.tex",
             "paper/tables/fidelity.tex",
             "paper/tables/ort_operators.tex",
+            "paper/figures/decomposition_gap.pdf",
         ]
     return outputs
 
