@@ -26,8 +26,8 @@ from pathlib import Path
 import pandas as pd
 
 from .cells import parse_params
-from .export import GRAPH_LEVELS, ort_feed, ort_session
-from .models import encode, load_tokenizer
+from .export import GRAPH_LEVELS, ort_scores, ort_session
+from .models import load_tokenizer
 from .tables import fmt_ci, simple_latex, step_name
 
 # What each ONNX Runtime graph level adds to the one before (config steps are
@@ -62,9 +62,10 @@ def gap_table(
     summary: pd.DataFrame, baseline: str, ceilings: dict[str, tuple[str, float]] | None = None
 ) -> pd.DataFrame:
     """One row per model and step of each path from eager (`path`: to ONNX Runtime's levels, to
-    oneDNN's kernels, to torch.compile and freezing): p50 with its CI, the milliseconds it saves against the step before, that as a share
-    of the whole eager -> ORT gap (ORT path), achieved GFLOP/s and the fraction of the ceiling.
-    Eager through oneDNN is named as the baseline plus `kernels=onednn`."""
+    oneDNN's kernels, to torch.compile and freezing): p50 with its CI, the milliseconds it saves
+    against the step before, that as a share of the whole eager -> ORT gap (ORT path), achieved
+    GFLOP/s and the fraction of the ceiling. Eager through oneDNN is named as the baseline plus
+    `kernels=onednn`."""
     chains = {
         "onnxruntime": [(baseline, "eager (reference)")]
         + [(f"ort_python graph={level}", ORT_LEVEL_ADDS[level]) for level in GRAPH_LEVELS]
@@ -134,8 +135,8 @@ def operator_profile(
     tokenizer = load_tokenizer(model_dir)
     with tempfile.TemporaryDirectory() as tmp:
         session = ort_session(onnx_path, threads, profile_prefix=str(Path(tmp) / "ort"))
-        for prompt, response in pairs:
-            session.run(None, ort_feed(session, encode(tokenizer, [(prompt, response)], "np", max_length)))
+        for pair in pairs:
+            ort_scores(session, tokenizer, [pair], max_length)
         events = json.loads(Path(session.end_profiling()).read_text())
     runs = sorted((e for e in events if e.get("name") == "model_run"), key=lambda e: e["ts"])
     if len(runs) <= warmup:

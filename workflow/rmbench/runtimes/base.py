@@ -36,6 +36,13 @@ class Runtime(ABC):
         self.max_length = max_length
         self.options = options or {}  # runtime-specific settings, e.g. the native binary
 
+    def choice(self, key: str, allowed: tuple[str, ...], default: str) -> str:
+        """Option `key` (default `default`), refused with a clear error unless one of `allowed`."""
+        value = str(self.options.get(key, default))
+        if value not in allowed:
+            raise ValueError(f"{self.name}: {key} must be one of {', '.join(allowed)}, not {value}")
+        return value
+
     def constructor_args(self, threads: int | None = None) -> dict:
         """What builds another engine like this one (with other intra-op threads if given)."""
         return {

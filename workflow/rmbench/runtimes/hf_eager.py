@@ -36,16 +36,8 @@ class HFEagerRuntime(Runtime):
     def load(self) -> None:
         import torch
 
-        self.precision = self.options.get("precision", "fp32")
-        if self.precision not in TORCH_PRECISIONS:
-            raise ValueError(
-                f"{self.name}: precision must be one of {', '.join(TORCH_PRECISIONS)}, not {self.precision}"
-            )
-        self.kernels = self.options.get("kernels", "default")
-        if self.kernels not in EAGER_KERNELS:
-            raise ValueError(
-                f"{self.name}: kernels must be one of {', '.join(EAGER_KERNELS)}, not {self.kernels}"
-            )
+        self.precision = self.choice("precision", TORCH_PRECISIONS, "fp32")
+        self.kernels = self.choice("kernels", EAGER_KERNELS, "default")
         if self.kernels == "onednn" and (self.device != "cpu" or self.precision != "fp32"):
             raise ValueError(
                 f"{self.name}: kernels onednn is a CPU fp32 path, not {self.device} {self.precision}"

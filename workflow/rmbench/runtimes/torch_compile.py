@@ -43,9 +43,7 @@ class TorchCompileRuntime(HFEagerRuntime):
         self.mode = self.options.get("mode", "default")
         self.bucket = int(self.options.get("bucket", 0))
         self.cache = self.options.get("cache", "warm")
-        self.freezing = str(self.options.get("freezing", "off"))
-        if self.freezing not in ("on", "off"):
-            raise ValueError(f"torch_compile: freezing must be on or off, not {self.freezing}")
+        self.freezing = self.choice("freezing", ("on", "off"), "off")
         super().load()
         import torch._inductor.config
 
