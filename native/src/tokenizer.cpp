@@ -45,8 +45,11 @@ void WordCache::encode_words(std::string_view text, std::vector<int64_t>& ids, c
       std::vector<int64_t> word_ids;
       encode(word, word_ids);
       ids.insert(ids.end(), word_ids.begin(), word_ids.end());
-      std::unique_lock write(mutex_);
-      if (words_.size() < capacity_) words_.emplace(word, std::move(word_ids));  // full: stop adding, as HF does
+      if (!full_.load(std::memory_order_relaxed)) {  // full: stop adding, as HF does
+        std::unique_lock write(mutex_);
+        if (words_.size() < capacity_) words_.emplace(word, std::move(word_ids));
+        full_.store(words_.size() >= capacity_, std::memory_order_relaxed);
+      }
     }
     start = end + 1;
   }

@@ -1,6 +1,7 @@
 // Native tokenizers for the two reward models, id-exact with the Hugging Face fast tokenizers.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -55,6 +56,9 @@ class WordCache {
   size_t capacity_;
   mutable std::shared_mutex mutex_;
   mutable std::unordered_map<std::string, std::vector<int64_t>> words_;
+  // Set once the cache is full, so that a miss after that takes no exclusive lock (with many
+  // client threads on one engine, every miss would otherwise queue them all to add nothing).
+  mutable std::atomic<bool> full_{false};
 };
 
 // Truncates two sequences longest-first so that together they hold at most `budget` tokens,

@@ -1,7 +1,9 @@
 // Unit tests of the engine's pure parts, with plain checks and clear output.
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "batching.h"
@@ -123,6 +125,23 @@ static void test_word_cache() {
   ids.clear();
   cache.encode_words("dddd ab", ids, encode);
   CHECK((ids == std::vector<int64_t>{4, 2}) && encoded.size() == 4);
+
+  // Shared by client threads (the concurrency study), also once full: every thread gets every id.
+  WordCache shared(3);
+  std::atomic<int> calls{0};
+  auto count = [&](std::string_view word, std::vector<int64_t>& out) {
+    ++calls;
+    out.push_back(static_cast<int64_t>(word.size()));
+  };
+  std::vector<std::vector<int64_t>> got(4);
+  std::vector<std::thread> clients;
+  for (auto& out : got)
+    clients.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) shared.encode_words("a bb ccc dddd eeeee", out, count);
+    });
+  for (auto& client : clients) client.join();
+  for (const auto& out : got) CHECK(out.size() == 1000 && out[998] == 4 && out[999] == 5);
+  CHECK(calls >= 4 * 200 * 2);  // the two words past capacity are encoded every time
 }
 
 int main() {
