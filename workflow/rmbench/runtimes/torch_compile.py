@@ -42,7 +42,7 @@ class TorchCompileRuntime(HFEagerRuntime):
             )
         self.mode = self.options.get("mode", "default")
         self.bucket = int(self.options.get("bucket", 0))
-        self.cache = self.options.get("cache", "warm")
+        self.cache = self.choice("cache", ("warm", "cold"), "warm")
         self.freezing = self.choice("freezing", ("on", "off"), "off")
         super().load()
         import torch._inductor.config
@@ -62,8 +62,6 @@ class TorchCompileRuntime(HFEagerRuntime):
         if self.cache == "cold":
             self._cold = tempfile.TemporaryDirectory(prefix="inductor-cold-")
             return Path(self._cold.name)
-        if self.cache != "warm":
-            raise ValueError(f"torch_compile: cache must be warm or cold, not {self.cache}")
         root = Path(self.options.get("cache_root") or Path(tempfile.gettempdir()) / "rmbench-inductor")
         # One folder per torch version and setting: entries of another never count as warm.
         setting = f"{self.mode}-dynamic-{self.dynamic}-bucket-{self.bucket}"
