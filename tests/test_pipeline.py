@@ -1,6 +1,7 @@
 """The smoke profile end to end on a fresh copy of the repository."""
 
 import itertools
+import json
 import re
 import shutil
 import subprocess
@@ -48,8 +49,6 @@ def test_latency_table_has_real_numbers(smoke_run):
 
 
 def test_parity_reports_and_launch_records(smoke_run):
-    import json
-
     for model in ("deberta", "electra"):
         report = json.loads((smoke_run / f"results/correctness/{model}.json").read_text())
         assert report["passed"] and report["max_abs_err_single"] <= 1e-4
@@ -65,6 +64,13 @@ def test_parity_reports_and_launch_records(smoke_run):
     cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
     line = next(line for line in cpuinfo if line.startswith("flags"))
     assert record["provenance"]["cpu_flags"] == [f for f in ISA_FLAGS if f in line.split(":", 1)[1].split()]
+    # ORT launches on the CPU run without PyTorch in the process; PyTorch launches with it
+    assert not record["provenance"]["torch_loaded"]
+    assert record["provenance"]["environment"]["USE_TORCH"] == "0"
+    eager = json.loads(
+        next((smoke_run / "results/cells/latency/electra/cpu/hf_eager").rglob("launch~1.json")).read_text()
+    )
+    assert eager["provenance"]["torch_loaded"] and "USE_TORCH" not in eager["provenance"]["environment"]
 
 
 def test_gpu_cells_are_recorded_as_skipped_without_a_gpu(smoke_run):
@@ -76,6 +82,13 @@ def test_gpu_cells_are_recorded_as_skipped_without_a_gpu(smoke_run):
     gpu = table[table.device == "cuda"]
     assert len(gpu) == 10 and (gpu.launches_ok == 0).all()
     assert gpu.note.str.contains("GPU").all()
+    # a skipped GPU cell is told apart without importing torch (it costs a second, not five)
+    records = sorted((smoke_run / "results/cells/latency").glob("*/cuda/*/*/launch~*.json"))
+    assert len(records) == 2 * len(gpu)  # two launches each
+    for path in records:
+        record = json.loads(path.read_text())
+        assert record["status"] == "skipped" and not record["provenance"]["torch_loaded"], path
+        assert record["provenance"]["device_name"] == "no CUDA device"
 
 
 def test_every_study_has_its_table(smoke_run):
@@ -229,8 +242,6 @@ def test_paper_target_quotes_only_numbers_the_run_measured(smoke_run):
 
 
 def test_paper_tables_regenerate_from_raw_launches_without_rerunning_any(smoke_run):
-    import json
-
     import numpy as np
     from scipy import stats
 
@@ -266,8 +277,6 @@ def test_paper_tables_regenerate_from_raw_launches_without_rerunning_any(smoke_r
 
 
 def test_notebook_recomputes_the_statistics_and_stops_when_a_table_disagrees(smoke_run):
-    import json
-
     run = snakemake(smoke_run, "results/notebook/analysis.ipynb")
     assert run.returncode == 0, run.stderr[-2000:]
     executed = json.loads((smoke_run / "results/notebook/analysis.ipynb").read_text())

@@ -13,8 +13,10 @@ import pytest
 from conftest import ROOT
 from rmbench.export import reference_scores
 from rmbench.launch import run_launch
-from rmbench.models import encode, load_tokenizer
+from rmbench.models import encode, load_tokenizer, without_torch
+from rmbench.runtimes import runtime_class
 from rmbench.runtimes.fastapi_service import FastAPIRuntime, ServiceError
+from rmbench.runtimes.ort_python import OrtPythonRuntime
 from rmbench.service import STOPPED
 
 SETTINGS = {"threads": 1, "warmup_rows": 1, "timeout_s": 900, "max_length": 512, "tolerance": 1e-4}
@@ -167,3 +169,54 @@ def test_service_exits_when_its_launch_is_killed(tiny_model, tmp_path):
     while alive(server_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not alive(server_pid)
+
+
+@pytest.mark.parametrize(
+    "runtime, options, needed",
+    [
+        ("hf_eager", {}, True),
+        ("torch_compile", {}, True),
+        ("fastapi", {}, True),  # its service wraps hf_eager
+        ("fastapi", {"wraps": "ort_python"}, False),
+        ("batching_server", {}, False),  # wraps ort_python
+        ("batching_server", {"wraps": "hf_eager"}, True),
+        ("ort_python", {}, False),
+        ("native", {}, False),
+    ],
+)
+def test_which_launches_need_torch(runtime, options, needed):
+    assert runtime_class(runtime).needs_torch(options) is needed
+
+
+def test_an_ort_launch_without_torch_scores_exactly_as_with_it(tiny_model):
+    """run_cell spares ORT launches the PyTorch import (models.without_torch): the tokenizer and
+    the scores must not change, and PyTorch must really stay out of the process."""
+    pairs = [(r["prompt"], r["response"]) for r in tiny_model["rows"]]
+    args = (str(tiny_model["model"]), str(tiny_model["onnx"]), "cpu", 1, 512)
+    script = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'workflow')!r})\n"
+        "from rmbench.models import without_torch\n"
+        "without_torch()\n"
+        "from rmbench.runtimes.ort_python import OrtPythonRuntime\n"
+        f"r = OrtPythonRuntime(*{args!r})\n"
+        "r.load()\n"
+        f"scores = [r.score([p])[0] for p in {pairs!r}]\n"
+        "print(json.dumps({'torch': 'torch' in sys.modules, 'scores': scores}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    alone = json.loads(done.stdout.splitlines()[-1])
+    with_torch = OrtPythonRuntime(*args)
+    with_torch.load()
+    assert not alone["torch"]
+    assert alone["scores"] == [with_torch.score([p])[0] for p in pairs]
+
+
+def test_without_torch_refuses_once_transformers_is_imported():
+    import transformers  # noqa: F401
+
+    with pytest.raises(RuntimeError, match="before transformers is imported"):
+        without_torch()

@@ -8,7 +8,6 @@ bug and propagates, so the job fails.
 from __future__ import annotations
 
 import contextlib
-import glob
 import signal
 import time
 
@@ -16,6 +15,7 @@ import numpy as np
 
 from .batching import batch_plan, make_batches, padding_waste
 from .flops import achieved_gflops
+from .provenance import nvidia_gpu_present
 from .runtimes import Unsupported, runtime_class
 
 STATUSES = ("ok", "oom", "timeout", "unsupported", "skipped", "mismatch")
@@ -139,7 +139,7 @@ def run_launch(
 ) -> dict:
     """Runs one launch in this process and returns its result record (without provenance)."""
     record = {"cell": cell, "settings": settings, "status": None, "reason": None, "metrics": {}}
-    if cell["device"] == "cuda" and not glob.glob("/dev/nvidia[0-9]*"):
+    if cell["device"] == "cuda" and not nvidia_gpu_present():
         # Said before any runtime imports torch or ORT: a skipped GPU cell costs little.
         return record | {"status": "skipped", "reason": "no NVIDIA GPU on this machine (no /dev/nvidia*)"}
     cls = runtime_class(cell["runtime"])

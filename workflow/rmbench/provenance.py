@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import datetime
+import glob
 import importlib.metadata
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 PACKAGES = ("torch", "transformers", "onnxruntime", "optimum-onnx", "tokenizers", "numpy")
-THREAD_VARIABLES = (
+ENVIRONMENT_VARIABLES = (
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
     "OPENBLAS_CORETYPE",
     "TOKENIZERS_PARALLELISM",
     "CUDA_VISIBLE_DEVICES",
+    "USE_TORCH",  # "0": transformers was told not to import PyTorch (models.without_torch)
 )
 
 
@@ -56,8 +59,15 @@ def cpu_flags() -> list[str]:
     return [flag for flag in ISA_FLAGS if flag in present]
 
 
+def nvidia_gpu_present() -> bool:
+    """Whether this machine shows an NVIDIA GPU device file: known without importing torch."""
+    return bool(glob.glob("/dev/nvidia[0-9]*"))
+
+
 def device_name(device: str) -> str:
     if device == "cuda":
+        if not nvidia_gpu_present():  # a skipped GPU cell need not import torch to say so
+            return "no CUDA device"
         try:
             import torch
 
@@ -80,6 +90,7 @@ def package_versions() -> dict:
 
 
 def provenance(repo: Path, device: str) -> dict:
+    torch_loaded = "torch" in sys.modules  # before device_name, which may import it
     status = _git(repo, "status", "--porcelain", "--untracked-files=no")
     return {
         "git_commit": _git(repo, "rev-parse", "HEAD"),
@@ -93,7 +104,8 @@ def provenance(repo: Path, device: str) -> dict:
         "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "device": device,
         "device_name": device_name(device),
+        "torch_loaded": torch_loaded,
         "packages": package_versions(),
-        "environment": {k: os.environ[k] for k in THREAD_VARIABLES if k in os.environ},
+        "environment": {k: os.environ[k] for k in ENVIRONMENT_VARIABLES if k in os.environ},
         "recorded_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }

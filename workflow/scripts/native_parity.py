@@ -6,9 +6,11 @@ import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.data import load_set
 from rmbench.export import check_native_parity, native_parity_report
 from rmbench.glue import logged, read_json, write_json
+from rmbench.models import without_torch
 from rmbench.runtimes.native import NativeRuntime
 
 with logged(snakemake.log[0]):
+    without_torch()  # the engine against stored PyTorch scores
     cfg = snakemake.params.parity
     runtime = NativeRuntime(
         snakemake.input.model,

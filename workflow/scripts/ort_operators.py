@@ -4,9 +4,11 @@ import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.data import load_set
 from rmbench.decomposition import operator_profile
 from rmbench.glue import logged, write_json
+from rmbench.models import without_torch
 from rmbench.provenance import provenance
 
 with logged(snakemake.log[0]):
+    without_torch()  # ONNX Runtime alone
     par = snakemake.params
     rows = load_set(snakemake.input.rows)
     rows = rows[: par.warmup + par.rows] if par.rows else rows  # the study's rows, as its launches

@@ -16,7 +16,9 @@ from rmbench.data import load_set
 from rmbench.gemm_bench import run_gemm_launch
 from rmbench.glue import logged, read_json, write_json
 from rmbench.launch import run_launch
+from rmbench.models import without_torch
 from rmbench.provenance import provenance
+from rmbench.runtimes import runtime_class
 from rmbench.tokenizer_bench import run_tokenizer_launch
 
 with logged(snakemake.log[0]):
@@ -35,6 +37,7 @@ with logged(snakemake.log[0]):
     if w.study == "gemm":
         record = run_gemm_launch(cell, snakemake.input.model, settings)
     elif w.study == "tokenizer":
+        without_torch()  # it times tokenizers only
         rows = load_set(snakemake.input.rows)
         record = run_tokenizer_launch(cell, rows, snakemake.input.model, binary, settings)
     else:
@@ -50,6 +53,10 @@ with logged(snakemake.log[0]):
             "binary": binary,
             "cache_root": str(Path(snakemake.params.repo, "results/inductor-cache")),
         }
+        # An ORT or native launch on the CPU runs no PyTorch: spare it the import (CUDA launches
+        # keep it, since onnxruntime-gpu may rely on the CUDA libraries torch loads).
+        if w.device == "cpu" and not runtime_class(w.runtime).needs_torch(options):
+            without_torch()
         record = run_launch(
             cell, rows, scores, snakemake.input.model, snakemake.input.onnx, settings, options
         )

@@ -5,9 +5,10 @@ from pathlib import Path
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.data import count_tokens, load_local, read_jsonl, sample_rows, write_jsonl
 from rmbench.glue import logged
-from rmbench.models import load_tokenizer
+from rmbench.models import load_tokenizer, without_torch
 
 with logged(snakemake.log[0]):
+    without_torch()  # token counts only
     source = snakemake.params.source
     split = load_local(snakemake.input.split) if source == "local" else read_jsonl(snakemake.input.split)
     prefix = {"synthetic": "synth", "hub": "hh-test"}.get(source, Path(snakemake.input.split).stem)

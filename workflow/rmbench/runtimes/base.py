@@ -19,6 +19,7 @@ class Unsupported(Exception):
 class Runtime(ABC):
     name: str = ""
     needs_onnx: bool = False
+    uses_torch: bool = True  # False: its launches load transformers without PyTorch (faster start)
 
     def __init__(
         self,
@@ -57,6 +58,11 @@ class Runtime(ABC):
     def clone(self, threads: int | None = None) -> Runtime:
         """Another engine like this one, not loaded yet."""
         return type(self)(**self.constructor_args(threads))
+
+    @classmethod
+    def needs_torch(cls, options: dict) -> bool:
+        """Whether a launch with these options runs PyTorch (here or in a process it starts)."""
+        return cls.uses_torch
 
     @classmethod
     @abstractmethod

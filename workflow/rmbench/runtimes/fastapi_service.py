@@ -35,6 +35,12 @@ class FastAPIRuntime(Runtime):
     wraps = "hf_eager"  # the runtime the service scores with (option `wraps` overrides it)
 
     @classmethod
+    def needs_torch(cls, options: dict) -> bool:
+        from . import runtime_class  # the registry imports this module
+
+        return runtime_class(options.get("wraps", cls.wraps)).needs_torch({})
+
+    @classmethod
     def unavailable_reason(cls, device: str) -> str | None:
         return torch_unavailable_reason(device)
 

@@ -25,6 +25,7 @@ class NativeError(RuntimeError):
 class NativeRuntime(Runtime):
     name = "native"
     needs_onnx = True
+    uses_torch = False
 
     @classmethod
     def unavailable_reason(cls, device: str) -> str | None:

@@ -13,6 +13,7 @@ class OrtPythonRuntime(Runtime):
 
     name = "ort_python"
     needs_onnx = True
+    uses_torch = False
 
     @classmethod
     def unavailable_reason(cls, device: str) -> str | None:
