@@ -14,7 +14,7 @@ from conftest import ROOT
 from rmbench.export import reference_scores
 from rmbench.launch import run_launch
 from rmbench.models import encode, load_tokenizer, without_torch
-from rmbench.runtimes import runtime_class
+from rmbench.runtimes import runtime_class, spare_torch_import
 from rmbench.runtimes.fastapi_service import FastAPIRuntime, ServiceError
 from rmbench.runtimes.ort_python import OrtPythonRuntime
 from rmbench.service import STOPPED
@@ -220,3 +220,8 @@ def test_without_torch_refuses_once_transformers_is_imported():
 
     with pytest.raises(RuntimeError, match="before transformers is imported"):
         without_torch()
+    # so (transformers being imported here) spare_torch_import shows when it asks for it
+    spare_torch_import("hf_eager", "cpu", {})
+    spare_torch_import("ort_python", "cuda", {})
+    with pytest.raises(RuntimeError, match="before transformers is imported"):
+        spare_torch_import("ort_python", "cpu", {})

@@ -8,13 +8,14 @@ from rmbench.cells import parse_params
 from rmbench.data import load_set
 from rmbench.glue import logged, write_json
 from rmbench.precision import fidelity_report
-from rmbench.runtimes import runtime_class
+from rmbench.runtimes import runtime_class, spare_torch_import
 
 with logged(snakemake.log[0]):
     w, inp, par = snakemake.wildcards, snakemake.input, snakemake.params
     params = parse_params(w.params)
     options = par.options | {k: v for k, v in params.items() if k != "set"}
     options |= {"binary": inp.get("binary"), "cache_root": str(Path(par.repo, "results/inductor-cache"))}
+    spare_torch_import(w.runtime, "cpu", options)  # the fp32 reference is ORT: no PyTorch
     common = {"model_dir": inp.model, "device": "cpu", "threads": par.threads, "max_length": par.max_length}
     variant = runtime_class(w.runtime)(onnx_path=inp.onnx, options=options, **common)
     fp32 = runtime_class("ort_python")(onnx_path=inp.fp32_onnx, **common)

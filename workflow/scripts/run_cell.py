@@ -18,7 +18,7 @@ from rmbench.glue import logged, read_json, write_json
 from rmbench.launch import run_launch
 from rmbench.models import without_torch
 from rmbench.provenance import provenance
-from rmbench.runtimes import runtime_class
+from rmbench.runtimes import spare_torch_import
 from rmbench.tokenizer_bench import run_tokenizer_launch
 
 with logged(snakemake.log[0]):
@@ -53,10 +53,7 @@ with logged(snakemake.log[0]):
             "binary": binary,
             "cache_root": str(Path(snakemake.params.repo, "results/inductor-cache")),
         }
-        # An ORT or native launch on the CPU runs no PyTorch: spare it the import (CUDA launches
-        # keep it, since onnxruntime-gpu may rely on the CUDA libraries torch loads).
-        if w.device == "cpu" and not runtime_class(w.runtime).needs_torch(options):
-            without_torch()
+        spare_torch_import(w.runtime, w.device, options)  # ORT and native launches run no PyTorch
         record = run_launch(
             cell, rows, scores, snakemake.input.model, snakemake.input.onnx, settings, options
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 
+from ..models import without_torch
 from .base import Runtime, Unsupported
 
 RUNTIMES = {
@@ -26,4 +27,12 @@ def runtime_class(name: str) -> type[Runtime]:
     return getattr(importlib.import_module(module), cls)
 
 
-__all__ = ["RUNTIMES", "Runtime", "Unsupported", "runtime_class"]
+def spare_torch_import(runtime: str, device: str, options: dict) -> None:
+    """Tells transformers not to import PyTorch in a CPU process that runs `runtime` without it
+    (about 5 s of start-up). CUDA processes keep it: onnxruntime-gpu may rely on the CUDA
+    libraries that torch loads."""
+    if device == "cpu" and not runtime_class(runtime).needs_torch(options):
+        without_torch()
+
+
+__all__ = ["RUNTIMES", "Runtime", "Unsupported", "runtime_class", "spare_torch_import"]
