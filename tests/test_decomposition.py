@@ -199,6 +199,21 @@ def test_gap_table_attributes_the_eager_to_ort_gap_by_hand():
     assert list(gap["path"]) == ["onnxruntime"] * 5 + ["onednn"] + ["torch.compile"] * 2
 
 
+def test_gap_table_puts_the_relative_shift_export_after_ort_all():
+    summary = pd.DataFrame(
+        [
+            summary_row("hf_eager precision=fp32", 100.0),
+            summary_row("ort_python graph=all", 50.0),
+            summary_row("ort_python graph=all optimizer=relative_shift", 40.0),
+        ]
+    )
+    gap = gap_table(summary, "hf_eager precision=fp32").set_index("step")
+    assert list(gap.index) == list(summary["step"])  # ORT all opens the rewrite's path, listed once
+    shift = gap.loc["ort_python graph=all optimizer=relative_shift"]
+    assert shift["path"] == "export rewrite" and shift["saves_ms"] == 10.0  # against ORT all, not eager
+    assert shift["speedup_vs_eager"] == 2.5 and math.isnan(shift["share_of_gap"])
+
+
 def test_gap_figure_draws_every_path(tmp_path):
     summary = pd.DataFrame(
         [
@@ -295,8 +310,10 @@ def test_onnx_file_per_variant_and_the_combination_not_built():
     assert onnx_file("m") == "results/onnx/m/model.onnx"
     assert onnx_file("m", "int8") == "results/onnx/m/model.int8.onnx"
     assert onnx_file("m", optimizer="transformers") == "results/onnx/m/model.opt.onnx"
-    with pytest.raises(RmbenchError, match="not built"):
-        onnx_file("m", "int8", "transformers")
+    assert onnx_file("m", optimizer="relative_shift") == "results/onnx/m/model.relshift.onnx"
+    for optimizer in ("transformers", "relative_shift"):
+        with pytest.raises(RmbenchError, match="not built"):
+            onnx_file("m", "int8", optimizer)
     config = {
         "studies": {
             "decomposition": {

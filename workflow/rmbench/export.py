@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -11,13 +12,23 @@ import numpy as np
 from .errors import ParityError
 from .models import MAX_LENGTH, encode, load_model, load_tokenizer
 
+# How DeBERTa's relative attention is exported: as transformers writes it, or as a diagonal
+# shift (relative_shift.py; models without relative attention export the same graph either way).
+ATTENTION_EXPORTS = ("stock", "relative_shift")
 
-def export_onnx(model_dir: Path, out_path: Path, opset: int) -> None:
+
+def export_onnx(model_dir: Path, out_path: Path, opset: int, attention: str = "stock") -> None:
     """Exports a sequence classifier with dynamic batch and sequence axes (optimum's exporter)."""
     from optimum.exporters.onnx import main_export
 
+    if attention not in ATTENTION_EXPORTS:
+        raise ValueError(f"attention export must be one of {', '.join(ATTENTION_EXPORTS)}, not {attention}")
+    if attention == "relative_shift":
+        from .relative_shift import patched
+    else:
+        patched = contextlib.nullcontext
     out_path = Path(out_path)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, patched():
         main_export(
             str(model_dir),
             output=tmp,

@@ -21,28 +21,31 @@ from .export import GRAPH_LEVELS
 from .runtimes.hf_eager import EAGER_KERNELS, TORCH_PRECISIONS
 
 # What each runtime of the decomposition study takes, by variant key. `optimizer: transformers`
-# loads the file after onnxruntime.transformers' fusions (rule optimize_onnx).
+# loads the file after onnxruntime.transformers' fusions (rule optimize_onnx), `optimizer:
+# relative_shift` the export with DeBERTa's relative attention as a diagonal shift (rule
+# export_onnx_relative_shift).
+OPTIMIZER_SUFFIX = {"none": "", "transformers": ".opt", "relative_shift": ".relshift"}
+ONNX_OPTIMIZERS = tuple(OPTIMIZER_SUFFIX)
 VARIANT_VALUES = {
     "hf_eager": {"precision": TORCH_PRECISIONS, "kernels": EAGER_KERNELS},
     "torch_compile": {"precision": TORCH_PRECISIONS, "freezing": ("on", "off")},
     "ort_python": {
         "precision": ("fp32", "int8"),
         "graph": GRAPH_LEVELS,
-        "optimizer": ("none", "transformers"),
+        "optimizer": ONNX_OPTIMIZERS,
     },
-    "native": {"precision": ("fp32", "int8"), "optimizer": ("none", "transformers")},
+    "native": {"precision": ("fp32", "int8"), "optimizer": ONNX_OPTIMIZERS},
 }
 
 
 def onnx_file(model: str, precision: str = "fp32", optimizer: str = "none") -> str:
-    """The ONNX file a cell loads: the export, its int8 copy, or its transformers-optimized copy."""
-    if precision not in ("fp32", "int8") or optimizer not in ("none", "transformers"):
+    """The ONNX file a cell loads: the export, its int8 copy, its transformers-optimized copy, or
+    the relative-shift export."""
+    if precision not in ("fp32", "int8") or optimizer not in ONNX_OPTIMIZERS:
         raise RmbenchError(f"no ONNX file for precision {precision} with optimizer {optimizer}")
     if precision == "int8" and optimizer != "none":
-        raise RmbenchError(
-            "int8 of the transformers-optimized file is not built (quantize the export instead)"
-        )
-    suffix = {"int8": ".int8", "fp32": ""}[precision] + (".opt" if optimizer == "transformers" else "")
+        raise RmbenchError(f"int8 of the {optimizer} file is not built (quantize the export instead)")
+    suffix = {"int8": ".int8", "fp32": ""}[precision] + OPTIMIZER_SUFFIX[optimizer]
     return f"results/onnx/{model}/model{suffix}.onnx"
 
 

@@ -240,20 +240,19 @@ def precision_of(wildcards):
 
 def scoring_inputs(wildcards):
     """The model, rows, ONNX file and gates a scoring job needs: its variant's ONNX file (int8:
-    the quantized copy, optimizer: the transformers-optimized one; bf16 runs in torch), behind the
-    fp32 parity gate."""
+    the quantized copy, optimizer: the transformers-optimized one or the relative-shift export;
+    bf16 runs in torch), behind the fp32 parity gate."""
     set_name = parse_params(wildcards.params)["set"]
     precision = precision_of(wildcards)
+    optimizer = parse_params(wildcards.params).get("optimizer", "none")
     inputs = {
         "model": f"results/models/{wildcards.model}",
         "rows": f"results/data/{set_name}.jsonl",
-        "onnx": onnx_file(
-            wildcards.model,
-            "int8" if precision == "int8" else "fp32",
-            parse_params(wildcards.params).get("optimizer", "none"),
-        ),
+        "onnx": onnx_file(wildcards.model, "int8" if precision == "int8" else "fp32", optimizer),
         "parity": f"results/correctness/{wildcards.model}.json",
     }
+    if optimizer == "relative_shift":  # another export: its own parity gate too
+        inputs["shift_parity"] = f"results/correctness/{wildcards.model}.relshift.json"
     return inputs | native_inputs(wildcards)
 
 

@@ -1,4 +1,4 @@
-# The decomposition study's ONNX variants (int8, transformers-optimized), the fidelity gate
+# The decomposition study's ONNX variants (int8, transformers-optimized, relative shift), the fidelity gate
 # every reduced-precision variant passes through before its launches are checked against it, and
 # ONNX Runtime's operator profile (where its time goes).
 
@@ -37,6 +37,38 @@ rule optimize_onnx:
         mem_mb=12000,
     script:
         "../scripts/optimize_onnx.py"
+
+
+# DeBERTa's relative attention exported as a diagonal shift (rmbench/relative_shift.py): an fp32
+# graph like the export, so it passes the same parity gate against PyTorch.
+rule export_onnx_relative_shift:
+    input:
+        model="results/models/{model}",
+    output:
+        "results/onnx/{model}/model.relshift.onnx",
+    log:
+        "results/logs/onnx/{model}_relshift.log",
+    priority: SETUP_PRIORITY
+    conda:
+        "../../envs/bench.yaml"
+    resources:
+        mem_mb=12000,
+    params:
+        opset=config["parity"]["opset"],
+    script:
+        "../scripts/export_onnx_relative_shift.py"
+
+
+use rule parity as parity_relative_shift with:
+    input:
+        model="results/models/{model}",
+        onnx="results/onnx/{model}/model.relshift.onnx",
+        rows="results/data/main60.jsonl",
+        reference="results/reference/{model}/main60.json",
+    output:
+        "results/correctness/{model}.relshift.json",
+    log:
+        "results/logs/correctness/{model}_relshift.log",
 
 
 rule fidelity:
