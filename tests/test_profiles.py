@@ -21,10 +21,11 @@ def fresh_copy(tmp_path_factory):
     return workdir
 
 
-def dry_run_jobs(workdir, profile: str) -> dict[str, dict]:
-    """Output file -> {'rule': ..., 'resources': {...}} for every job of a dry run of two cells."""
+def dry_run_jobs(workdir, profile: str, targets=(GPU_CELL, CPU_CELL)) -> dict[str, dict]:
+    """Output file -> {'rule': ..., 'resources': {...}} for every job of a dry run of the targets
+    (by default two cells)."""
     cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", f"workflow/profiles/{profile}"]
-    cmd += ["--dry-run", "--cores", "2", GPU_CELL, CPU_CELL]
+    cmd += ["--dry-run", "--cores", "2", *targets]
     run = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     jobs, current = {}, None
@@ -62,3 +63,12 @@ def test_every_job_of_the_default_dag_declares_standard_resources(fresh_copy):
     assert len(jobs) > 5  # the cells and everything they need: data, models, export, build, gates
     for output, job in jobs.items():
         assert {"mem_mb", "runtime"} <= set(job["resources"]), output
+
+
+def test_a_relative_shift_cell_gets_its_own_export_behind_its_own_parity_gate(fresh_copy):
+    cell = "results/cells/decomposition/deberta/cpu/native/set~main60+precision~fp32+optimizer~relative_shift/launch~1.json"
+    jobs = dry_run_jobs(fresh_copy, "default", [cell])
+    assert job_for(jobs, cell)["rule"] == "cell"
+    assert job_for(jobs, "results/onnx/deberta/model.relshift.onnx")["rule"] == "export_onnx_relative_shift"
+    assert job_for(jobs, "results/correctness/deberta.relshift.json")["rule"] == "parity_relative_shift"
+    assert job_for(jobs, "results/correctness/deberta_native.json")["rule"] == "native_parity"

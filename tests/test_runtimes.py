@@ -188,6 +188,20 @@ def test_which_launches_need_torch(runtime, options, needed):
     assert runtime_class(runtime).needs_torch(options) is needed
 
 
+def test_a_service_is_available_where_the_runtime_it_wraps_is():
+    """FastAPI checks the device with the runtime it wraps: around ONNX Runtime it needs ORT's
+    CUDA provider, not a CUDA build of torch (this machine has neither, so both are skipped, each
+    with its own reason)."""
+    from rmbench.runtimes.fastapi_service import FastAPIRuntime
+
+    assert FastAPIRuntime.unavailable_reason("cpu") is None
+    assert FastAPIRuntime.unavailable_reason("cpu", {"wraps": "ort_python"}) is None
+    around_ort = FastAPIRuntime.unavailable_reason("cuda", {"wraps": "ort_python"})
+    assert around_ort == runtime_class("ort_python").unavailable_reason("cuda")
+    assert "CUDAExecutionProvider" in around_ort
+    assert FastAPIRuntime.unavailable_reason("cuda") == runtime_class("hf_eager").unavailable_reason("cuda")
+
+
 def test_an_ort_launch_without_torch_scores_exactly_as_with_it(tiny_model):
     """run_cell spares ORT launches the PyTorch import (models.without_torch): the tokenizer and
     the scores must not change, and PyTorch must really stay out of the process."""

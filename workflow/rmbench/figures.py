@@ -19,6 +19,14 @@ def save(fig, pdf_path: str | Path) -> None:
     plt.close(fig)
 
 
+def panel_grid(rows: int, columns: int, column_width: float, height: float):
+    """A figure of rows x columns panels, laid out by matplotlib's constrained layout so that no
+    panel's axis label, tick labels or title runs into its neighbour's (the suptitle included)."""
+    return plt.subplots(
+        rows, columns, figsize=(column_width * columns, height), squeeze=False, layout="constrained"
+    )
+
+
 def finish(fig, axes, has_panels: bool, title: str, pdf_path: str | Path) -> None:
     """Titles the figure (saying so when no launch succeeded) and writes it."""
     if not has_panels:
@@ -32,7 +40,7 @@ def latency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> 
     model and device that has results."""
     ok = table[(table["launches_ok"] > 0) & (table["set"] == set_name)]
     panels = sorted(ok.groupby(["model", "device"]).groups)
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(4.2 * max(1, len(panels)), 3.4), squeeze=False)
+    fig, axes = panel_grid(1, max(1, len(panels)), 4.2, 3.4)
     for ax, (model, device) in zip(axes[0], panels):
         sub = ok[(ok["model"] == model) & (ok["device"] == device)]  # same runtime order in every panel
         x = range(len(sub))
@@ -65,7 +73,7 @@ def batching_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) ->
     ok = ok.join(params).assign(batch=lambda t: t["batch"].astype(int))
     panels = sorted(ok.groupby(["model", "device", "runtime"]).groups)
     width = max(1, len(panels))
-    fig, axes = plt.subplots(1, width, figsize=(4.2 * width, 3.4), squeeze=False)
+    fig, axes = panel_grid(1, width, 4.2, 3.4)
     for ax, (model, device, runtime) in zip(axes[0], panels):
         sub = ok[(ok["model"] == model) & (ok["device"] == device) & (ok["runtime"] == runtime)]
         for strategy, line in sub[sub["strategy"] != "none"].groupby("strategy"):
@@ -110,7 +118,7 @@ def concurrency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path)
     )
     panels = sorted(ok.groupby(["model", "device", "runtime"]).groups)
     width = max(1, len(panels))
-    fig, axes = plt.subplots(2, width, figsize=(3.6 * width, 6.2), squeeze=False)
+    fig, axes = panel_grid(2, width, 3.6, 6.2)
     for col, (model, device, runtime) in enumerate(panels):
         sub = ok[(ok["model"] == model) & (ok["device"] == device) & (ok["runtime"] == runtime)]
         single = sub[sub["clients"] == 1]
@@ -151,7 +159,7 @@ def decomposition_figure(
     ok = table[(table["launches_ok"] > 0) & (table["set"] == set_name)]
     panels = sorted(ok.groupby(["model", "device"]).groups)
     width = max(1, len(panels))
-    fig, axes = plt.subplots(2, width, figsize=(5.5 * width, 7.0), squeeze=False)
+    fig, axes = panel_grid(2, width, 5.5, 7.0)
     for col, (model, device) in enumerate(panels):
         sub = ok[(ok["model"] == model) & (ok["device"] == device)]
         x = range(len(sub))
@@ -188,7 +196,7 @@ def gap_figure(gap: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
     before it to its own (green: it saves time, red: it costs), its own p50 with its 95% CI as a
     point; the eager bar is the reference every path starts from."""
     panels = sorted(gap.groupby(["model", "device"]).groups) if len(gap) else []
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5.5 * max(1, len(panels)), 4.2), squeeze=False)
+    fig, axes = panel_grid(1, max(1, len(panels)), 5.5, 4.2)
     for ax, (model, device) in zip(axes[0], panels):
         sub = gap[(gap["model"] == model) & (gap["device"] == device)].reset_index(drop=True)
         for x, r in sub.iterrows():
@@ -213,7 +221,6 @@ def gap_figure(gap: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
         ax.set_ylim(bottom=0)
         ax.grid(axis="y", alpha=0.3)
         ax.set_title(f"{model} ({device})", pad=14)
-    fig.subplots_adjust(top=0.84)  # room for the path names between the titles
     finish(
         fig,
         axes,

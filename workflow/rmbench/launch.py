@@ -143,7 +143,7 @@ def run_launch(
         # Said before any runtime imports torch or ORT: a skipped GPU cell costs little.
         return record | {"status": "skipped", "reason": "no NVIDIA GPU on this machine (no /dev/nvidia*)"}
     cls = runtime_class(cell["runtime"])
-    reason = cls.unavailable_reason(cell["device"])
+    reason = cls.unavailable_reason(cell["device"], runtime_options)
     if reason:
         return record | {"status": "skipped", "reason": reason}
     runtime = cls(

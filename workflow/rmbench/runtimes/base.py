@@ -66,8 +66,9 @@ class Runtime(ABC):
 
     @classmethod
     @abstractmethod
-    def unavailable_reason(cls, device: str) -> str | None:
-        """Why this runtime cannot use `device` on this machine, or None when it can."""
+    def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:
+        """Why this runtime cannot use `device` on this machine with these options, or None when
+        it can."""
 
     @abstractmethod
     def load(self) -> None: ...

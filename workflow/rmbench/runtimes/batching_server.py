@@ -30,7 +30,7 @@ class BatchingServerRuntime(FastAPIRuntime):
     needs_onnx = True
 
     @classmethod
-    def unavailable_reason(cls, device: str) -> str | None:
+    def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:
         return OrtPythonRuntime.unavailable_reason(device)
 
     def settings(self) -> dict:

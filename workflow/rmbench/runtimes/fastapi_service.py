@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 
 from .base import Runtime, Unsupported
-from .hf_eager import torch_unavailable_reason
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # workflow/, where rmbench lives
 STARTUP_TIMEOUT_S = 600.0
@@ -41,8 +40,10 @@ class FastAPIRuntime(Runtime):
         return runtime_class(options.get("wraps", cls.wraps)).needs_torch({})
 
     @classmethod
-    def unavailable_reason(cls, device: str) -> str | None:
-        return torch_unavailable_reason(device)
+    def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:
+        from . import runtime_class
+
+        return runtime_class((options or {}).get("wraps", cls.wraps)).unavailable_reason(device)
 
     def load(self) -> None:
         import httpx

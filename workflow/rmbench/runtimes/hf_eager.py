@@ -32,7 +32,7 @@ class HFEagerRuntime(Runtime):
     name = "hf_eager"
 
     @classmethod
-    def unavailable_reason(cls, device: str) -> str | None:
+    def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:
         return torch_unavailable_reason(device)
 
     def load(self) -> None:

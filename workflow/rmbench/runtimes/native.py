@@ -28,7 +28,7 @@ class NativeRuntime(Runtime):
     uses_torch = False
 
     @classmethod
-    def unavailable_reason(cls, device: str) -> str | None:
+    def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:
         from .ort_python import OrtPythonRuntime  # the same library answers the same
 
         return OrtPythonRuntime.unavailable_reason(device)

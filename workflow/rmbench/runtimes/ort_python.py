@@ -16,7 +16,7 @@ class OrtPythonRuntime(Runtime):
     uses_torch = False
 
     @classmethod
-    def unavailable_reason(cls, device: str) -> str | None:
+    def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:
         import onnxruntime as ort
 
         if device == "cuda" and "CUDAExecutionProvider" not in ort.get_available_providers():
