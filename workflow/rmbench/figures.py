@@ -196,7 +196,7 @@ def gap_figure(gap: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
     before it to its own (green: it saves time, red: it costs), its own p50 with its 95% CI as a
     point; the eager bar is the reference every path starts from."""
     panels = sorted(gap.groupby(["model", "device"]).groups) if len(gap) else []
-    fig, axes = panel_grid(1, max(1, len(panels)), 5.5, 4.2)
+    fig, axes = panel_grid(1, max(1, len(panels)), 5.5, 6.0)  # tall: the step names are long
     for ax, (model, device) in zip(axes[0], panels):
         sub = gap[(gap["model"] == model) & (gap["device"] == device)].reset_index(drop=True)
         for x, r in sub.iterrows():
@@ -211,7 +211,7 @@ def gap_figure(gap: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
             ax.text(
                 steps.index.to_numpy().mean(),
                 1.01,
-                path,
+                path.replace(" ", "\n"),  # one word a line: a one-step path is narrow
                 transform=ax.get_xaxis_transform(),
                 ha="center",
                 fontsize=8,
