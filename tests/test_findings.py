@@ -15,8 +15,10 @@ def test_encoder_flops_by_hand():
     # per layer: projections 4*2*10*4*4 = 1280, FFN 2*2*10*4*8 = 1280, attention 2*2*10*10*4 = 1600
     assert encoder_flops(BERT, 10) == 2 * (1280 + 1280 + 1600)
     deberta = BERT | {"relative_attention": True, "position_buckets": 256, "pos_att_type": ["p2c", "c2p"]}
-    # plus c2p and p2c scores: 2 * (2*10*512*4)
-    assert encoder_flops(deberta, 10) == 2 * (4160 + 2 * 40960)
+    # plus c2p and p2c scores against the 2*10-1 distances a row of 10 has: 2 * (2*10*19*4)
+    assert encoder_flops(deberta, 10) == 2 * (4160 + 2 * 1520)
+    # a row with more distances (599) than the 2k = 512 embeddings: those bound it
+    assert encoder_flops(deberta, 300) == 2 * (38400 + 38400 + 1440000 + 2 * (2 * 300 * 512 * 4))
 
 
 def comparison(model, set_name, verdict, speedup=2.0, candidate="native"):

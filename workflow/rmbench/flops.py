@@ -3,7 +3,9 @@
 Counted: the work any runtime must do for a row of n tokens. Per encoder layer, the Q, K, V and
 output projections (4 x 2nH^2), the FFN (2 x 2nHI), attention scores and the weighted sum
 (2 x 2n^2H), and for DeBERTa's disentangled attention the content-to-position and
-position-to-content scores (2 x 2n(2k)H, k = position buckets). Not counted: the projections
+position-to-content scores against the relative positions a row of n tokens has, at most 2k
+(2 x 2n min(2n-1, 2k) H, k = position buckets: the stock export scores all 2k, the relative-shift
+export only the 2n-1 distances, so the smaller is what a runtime must do). Not counted: the projections
 of DeBERTa's relative-position embeddings, which do not depend on the input (a runtime that
 folds them as constants skips them; eager recomputes them every call), and the embedding,
 pooler and head (small).
@@ -24,7 +26,7 @@ def encoder_flops(config: dict, tokens: int) -> float:
             span = config.get("max_relative_positions", -1)
         if span <= 0:
             span = config["max_position_embeddings"]
-        per_layer += len(config.get("pos_att_type") or []) * 2 * n * (2 * span) * h
+        per_layer += len(config.get("pos_att_type") or []) * 2 * n * min(2 * n - 1, 2 * span) * h
     return float(per_layer * config["num_hidden_layers"])
 
 
