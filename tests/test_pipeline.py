@@ -143,8 +143,10 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
         "ort_python graph=all",
         "ort_python graph=all optimizer=transformers",
         "ort_python graph=all precision=int8",
+        "ort_python graph=all optimizer=relative_shift",
         "native precision=fp32",
         "native precision=int8",
+        "native precision=fp32 optimizer=relative_shift",
     }
     # every launch ok: reduced precision reproduced its own gated scores, fp32 the reference
     assert (table.launches_ok == 2).all() and (table.gflops > 0).all()
@@ -169,6 +171,10 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     # the ORT levels' shares add up to the whole eager -> ORT gap (the transformers optimizer goes beyond it)
     levels = gap[gap.step.str.match(r"ort_python graph=\w+$")]
     assert abs(levels.share_of_gap.sum() - 1) < 1e-9 and gap.fraction_of_ceiling.notna().all()
+    # the rewritten export's own path starts from ORT all (listed once, on the ORT path)
+    rewrite = gap[gap.path == "export rewrite"]
+    assert list(rewrite.step) == ["ort_python graph=all optimizer=relative_shift"]
+    assert (gap.step == "ort_python graph=all").sum() == 1
     assert (smoke_run / "paper/figures/decomposition.pdf").stat().st_size > 1000
 
 
