@@ -5,30 +5,24 @@ import numpy as np
 import pytest
 import torch
 from rmbench.export import export_onnx, ort_session
+from rmbench.models import architecture
 from rmbench.relative_shift import patched
 from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 
 
 def tiny_deberta(**overrides) -> DebertaV2ForSequenceClassification:
-    """Small enough to test in seconds, with few position buckets so that short rows already reach
-    the log-bucketed and the clamped distances."""
-    values = {
+    """The project's DeBERTa-v3 architecture, small enough to test in seconds, with few position
+    buckets so that short rows already reach the log-bucketed and the clamped distances."""
+    values = {k: v for k, v in architecture("deberta-v3-large")["config"].items() if k != "model_type"}
+    values |= {
         "vocab_size": 100,
         "hidden_size": 32,
+        "pooler_hidden_size": 32,
         "num_hidden_layers": 2,
         "num_attention_heads": 2,
         "intermediate_size": 64,
         "max_position_embeddings": 64,
-        "relative_attention": True,
         "position_buckets": 8,
-        "pos_att_type": ["p2c", "c2p"],
-        "norm_rel_ebd": "layer_norm",
-        "share_att_key": True,
-        "max_relative_positions": -1,
-        "position_biased_input": False,
-        "type_vocab_size": 0,
-        "num_labels": 1,
-        "pooler_hidden_size": 32,
     }
     torch.manual_seed(0)
     return DebertaV2ForSequenceClassification(DebertaV2Config(**(values | overrides))).eval()
