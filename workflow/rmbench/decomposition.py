@@ -64,8 +64,8 @@ def gap_table(
     """One row per model and step of each path from eager (`path`: to ONNX Runtime's levels, to
     oneDNN's kernels, to torch.compile and freezing, from ORT to the relative-shift export): p50
     with its CI, the milliseconds it saves against the step before, that as a share of the whole
-    eager -> ORT gap (ORT path), achieved GFLOP/s and the fraction of the ceiling. Eager through oneDNN is named as the baseline plus
-    `kernels=onednn`."""
+    eager -> ORT gap (ORT path), achieved GFLOP/s and the fraction of the ceiling. Eager through
+    oneDNN is named as the baseline plus `kernels=onednn`."""
     chains = {
         "onnxruntime": [(baseline, "eager (reference)")]
         + [(f"ort_python graph={level}", ORT_LEVEL_ADDS[level]) for level in GRAPH_LEVELS]

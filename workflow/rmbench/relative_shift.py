@@ -4,8 +4,8 @@ transformers computes the content->position scores against all 2k relative-posit
 (k = position buckets) and then picks, for each query i and key j, the column of their distance
 with `torch.gather` over an index expanded to [batch x heads, L, L]. Exported, that is an Expand
 writing an int64 index the size of the attention matrix and a GatherElements reading it, twice
-per layer (content->position and position->content): about a tenth of ONNX Runtime's time on
-DeBERTa at the median length here (its profiler: Expand + GatherElements).
+per layer (content->position and position->content): 6% of ONNX Runtime's time on the 4-layer
+DeBERTa at 174 tokens, 11% at 400 (its profiler: Expand + GatherElements).
 
 The score of (i, j) depends on i - j only, so the same numbers come from scoring every query
 against the 2L-1 embeddings of the distances L-1 ... -(L-1) in that order, then reading row i
