@@ -111,6 +111,30 @@ def test_ok_launch_has_latencies_and_matching_scores(tiny_model, reference, runt
     assert record["runtime"]["threads"] == 1
 
 
+def test_a_probed_launch_records_the_ceiling_of_its_own_process(tiny_model, reference):
+    import copy
+
+    import numpy as np
+    from rmbench.data import count_tokens
+    from rmbench.models import load_tokenizer
+
+    rows = copy.deepcopy(tiny_model["rows"])
+    count_tokens(rows, {"tiny": load_tokenizer(tiny_model["model"])})  # what sample sets carry
+    cell = {"study": "latency", "model": "tiny", "device": "cpu", "runtime": "ort_python"}
+    cell |= {"params": "set~t", "launch": 1}
+    probed = run_launch(
+        cell, rows, reference, tiny_model["model"], tiny_model["onnx"], SETTINGS | {"ceiling_probe": True}
+    )
+    m = probed["metrics"]
+    assert probed["status"] == "ok", probed["reason"]
+    assert m["ceiling_tokens"] == int(np.median([r["tokens_tiny"] for r in rows]))
+    assert set(m["ceiling_rates"]) == {"onnxruntime", "numpy"}
+    assert m["ceiling_gflops"] == max(m["ceiling_rates"].values()) == m["ceiling_rates"][m["ceiling_library"]]
+    assert m["fraction_of_ceiling"] == pytest.approx(m["gflops"] / m["ceiling_gflops"])
+    plain = run_launch(cell, rows, reference, tiny_model["model"], tiny_model["onnx"], SETTINGS)
+    assert np.isfinite(plain["metrics"]["gflops"]) and "ceiling_gflops" not in plain["metrics"]
+
+
 def test_wrong_reference_is_a_mismatch(tiny_model, reference):
     wrong = list(reference)
     wrong[3] += 0.01

@@ -15,7 +15,7 @@ from rmbench.decomposition import (
 )
 from rmbench.errors import RmbenchError
 from rmbench.export import reference_scores
-from rmbench.figures import gap_figure
+from rmbench.figures import decomposition_figure, gap_figure
 from rmbench.precision import check_variants, fidelity_report, preference_fidelity, quantize_int8
 from rmbench.runtimes import runtime_class
 from rmbench.tables import launch_row, step_name
@@ -227,6 +227,13 @@ def test_gap_figure_draws_every_path(tmp_path):
     assert (tmp_path / "gap.pdf").stat().st_size > 1000 and (tmp_path / "gap.png").stat().st_size > 1000
     gap_figure(pd.DataFrame(), "s", tmp_path / "empty.pdf")  # no launch succeeded: says so
     assert (tmp_path / "empty.pdf").exists()
+
+
+def test_decomposition_figure_draws_both_ceilings(tmp_path):
+    table = pd.DataFrame([summary_row("ort_python graph=all", 50.0, gflops=40.0)])
+    table = table.assign(gflops_lo=30.0, gflops_hi=50.0, p50_ms_lo=49.0, p50_ms_hi=51.0)
+    decomposition_figure(table, "s", tmp_path / "d.pdf", {"m": ("numpy", 80.0)}, {"m": 60.0})
+    assert (tmp_path / "d.png").stat().st_size > 1000
 
 
 def test_the_operator_profile_splits_ort_time_by_operator_type(tiny_model):

@@ -83,6 +83,63 @@ def test_roofline_compares_the_mean_achieved_rate_with_the_best_library():
     assert math.isnan(table.loc["hf_eager", "achieved_lo"])  # one launch: no interval
 
 
+def test_roofline_gives_the_in_launch_fraction_its_interval_where_launches_probed():
+    launches = pd.DataFrame(
+        {
+            "model": ["m"] * 5,
+            "runtime": ["native"] * 3 + ["hf_eager"] * 2,
+            "set": ["main60"] * 5,
+            "device": ["cpu"] * 5,
+            "status": ["ok", "ok", "mismatch", "ok", "ok"],
+            "gflops": [10.0, 12.0, 99.0, 5.0, 5.0],
+            "threads": [2] * 5,
+            # the machine slowed down between the launches: the probed ceiling followed
+            "ceiling_gflops": [20.0, 30.0, 99.0, math.nan, math.nan],
+            "ceiling_tokens": [100, 100, 100, math.nan, math.nan],
+            "fraction_of_ceiling": [0.5, 0.4, 1.0, math.nan, math.nan],
+        }
+    )
+    gemm = pd.DataFrame({"model": ["m"], "runtime": ["numpy"], "launches_ok": [3], "gflops": [40.0]})
+    table = roofline_table(launches, gemm, "main60").set_index("runtime")
+    native = table.loc["native"]
+    assert native["probe_launches"] == 2 and native["probed_ceiling_gflops"] == 25.0  # ok launches only
+    assert native["fraction_in_launch"] == pytest.approx(0.45)
+    assert native["fraction_in_launch_lo"] < 0.45 < native["fraction_in_launch_hi"]
+    assert native["fraction_of_ceiling"] == pytest.approx(11 / 40)  # the gemm study's, as before
+    assert math.isnan(table.loc["hf_eager", "fraction_in_launch"])  # not probed: no number made up
+
+
+def test_gap_table_takes_the_in_launch_fraction_by_step():
+    from rmbench.decomposition import gap_latex, gap_table
+    from rmbench.roofline import in_launch_fractions
+
+    steps = ["hf_eager precision=fp32", "ort_python graph=all"]
+    summary = pd.DataFrame(
+        [
+            {"model": "m", "device": "cpu", "set": "s", "step": step, "launches_ok": 2, "gflops": g}
+            | {"p50_ms": p50, "p50_ms_lo": p50 - 1, "p50_ms_hi": p50 + 1}
+            for step, p50, g in [(steps[0], 100.0, 20.0), (steps[1], 50.0, 40.0)]
+        ]
+    )
+    launches = pd.DataFrame(
+        {
+            "model": ["m"] * 2,
+            "step": [steps[1]] * 2,
+            "status": ["ok"] * 2,
+            "ceiling_gflops": [45.0, 55.0],
+            "ceiling_tokens": [10, 10],
+            "fraction_of_ceiling": [0.8, 0.9],
+        }
+    )
+    probed = in_launch_fractions(launches, ["model", "step"])
+    gap = gap_table(summary, steps[0], {"m": ("numpy", 80.0)}, probed).set_index("step")
+    assert gap.loc[steps[1], "fraction_in_launch"] == pytest.approx(0.85)
+    assert gap.loc[steps[1], "fraction_of_ceiling"] == 0.5
+    assert math.isnan(gap.loc[steps[0], "fraction_in_launch"])
+    latex = gap_latex(gap.reset_index(), "s")
+    assert r"85\% [" in latex and r"25\%" in latex  # probed where it was, the gemm study's elsewhere
+
+
 @pytest.mark.parametrize("library", ["torch", "onnxruntime", "numpy"])
 def test_gemm_launch_times_every_layer_matmul(tiny_model, library):
     from rmbench.gemm_bench import run_gemm_launch

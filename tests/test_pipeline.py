@@ -105,6 +105,8 @@ def test_every_study_has_its_table(smoke_run):
     assert set(gemm.runtime) == {"torch", "onnxruntime", "numpy"} and (gemm.gflops > 0).all()
     roofline = pd.read_csv(smoke_run / "paper/tables/roofline.csv")
     assert len(roofline) == 10 and (roofline.fraction_of_ceiling > 0).all()
+    # every latency launch probed the ceiling in its own process (config: ceiling_probe)
+    assert (roofline.probe_launches == roofline.launches).all() and (roofline.fraction_in_launch > 0).all()
     batching = pd.read_csv(smoke_run / "paper/tables/batching.csv")
     main = batching[batching.set == "main60"]
     # 4 smoke variants for native and eager; ORT-Python keeps the default's own 8 (with repeat)
@@ -171,6 +173,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     # the ORT levels' shares add up to the whole eager -> ORT gap (the transformers optimizer goes beyond it)
     levels = gap[gap.step.str.match(r"ort_python graph=\w+$")]
     assert abs(levels.share_of_gap.sum() - 1) < 1e-9 and gap.fraction_of_ceiling.notna().all()
+    assert gap.fraction_in_launch.notna().all()
     # the rewritten export's own path starts from ORT all (listed once, on the ORT path)
     rewrite = gap[gap.path == "export rewrite"]
     assert list(rewrite.step) == ["ort_python graph=all optimizer=relative_shift"]

@@ -28,7 +28,7 @@ import pandas as pd
 from .cells import parse_params
 from .export import GRAPH_LEVELS, ort_scores, ort_session
 from .models import load_tokenizer
-from .tables import fmt_ci, simple_latex, step_name
+from .tables import fmt_ci, fmt_pct_ci, simple_latex, step_name
 
 # What each ONNX Runtime graph level adds to the one before (config steps are
 # "ort_python graph=<level>"; ORT-Python without a graph key runs at "all").
@@ -59,13 +59,18 @@ def _metric(summary: pd.DataFrame, step: str, metric: str = "p50_ms") -> float:
 
 
 def gap_table(
-    summary: pd.DataFrame, baseline: str, ceilings: dict[str, tuple[str, float]] | None = None
+    summary: pd.DataFrame,
+    baseline: str,
+    ceilings: dict[str, tuple[str, float]] | None = None,
+    in_launch: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per model and step of each path from eager (`path`: to ONNX Runtime's levels, to
     oneDNN's kernels, to torch.compile and freezing, from ORT to the relative-shift export): p50
     with its CI, the milliseconds it saves against the step before, that as a share of the whole
-    eager -> ORT gap (ORT path), achieved GFLOP/s and the fraction of the ceiling. Eager through
-    oneDNN is named as the baseline plus `kernels=onednn`."""
+    eager -> ORT gap (ORT path), achieved GFLOP/s and the fraction of the gemm study's ceiling,
+    and (`in_launch`, rmbench.roofline.in_launch_fractions by model and step) the fraction of the
+    ceiling probed in each launch with its interval. Eager through oneDNN is named as the baseline
+    plus `kernels=onednn`."""
     chains = {
         "onnxruntime": [(baseline, "eager (reference)")]
         + [(f"ort_python graph={level}", ORT_LEVEL_ADDS[level]) for level in GRAPH_LEVELS]
@@ -87,6 +92,7 @@ def gap_table(
         ],
     }
     ceilings = ceilings or {}
+    probed = {} if in_launch is None else {(r.model, r.step): r for r in in_launch.itertuples()}
     rows = []
     for (model, device, set_name), group in summary.groupby(["model", "device", "set"], sort=True):
         p50 = {step: _metric(group, step) for step in group["step"]}
@@ -101,6 +107,7 @@ def gap_table(
                     listed.add(step)
                     saved = before - p50[step]
                     gflops = _metric(group, step, "gflops")
+                    probe = probed.get((model, step))
                     rows.append(
                         {
                             "model": model,
@@ -117,6 +124,14 @@ def gap_table(
                             "share_of_gap": saved / total if chain_index == 0 and total > 0 else math.nan,
                             "gflops": gflops,
                             "fraction_of_ceiling": gflops / ceilings.get(model, ("", math.nan))[1],
+                        }
+                        | {
+                            column: getattr(probe, column, math.nan)
+                            for column in (
+                                "fraction_in_launch",
+                                "fraction_in_launch_lo",
+                                "fraction_in_launch_hi",
+                            )
                         }
                     )
                 before = p50[step]
@@ -270,7 +285,12 @@ def gap_latex(gap: pd.DataFrame, set_name: str) -> str:
         speedup=[f"{s:.2f}x" for s in gap["speedup_vs_eager"]],
         saves=["--" if math.isnan(s) else f"{s:.1f}" for s in gap["saves_ms"]],
         share=[_pct(s) for s in gap["share_of_gap"]],
-        ceiling=[_pct(f) for f in gap["fraction_of_ceiling"]],
+        ceiling=[
+            _pct(r.fraction_of_ceiling)
+            if math.isnan(r.fraction_in_launch)
+            else fmt_pct_ci(r.fraction_in_launch, r.fraction_in_launch_lo, r.fraction_in_launch_hi)
+            for r in gap.itertuples()
+        ],
     )
     columns = {
         "model": "Model",
@@ -288,7 +308,9 @@ def gap_latex(gap: pd.DataFrame, set_name: str) -> str:
         "graph optimization level, and torch.compile "
         "with and without freezing; the milliseconds each step saves against the one before it, as a share "
         "of the whole eager to ONNX Runtime (all optimizations) gap, and achieved GFLOP/s as a share of the "
-        "best measured fp32 GEMM rate. Intervals and verdicts of every pair are in the decomposition table."
+        "best measured fp32 GEMM rate: probed in each launch right after its timed region where the study "
+        "does (mean of the launches' fractions [95\\% t-interval]), else the gemm study's. Intervals and "
+        "verdicts of every pair are in the decomposition table."
     )
     return simple_latex(shown, columns, caption, "tab:decomposition-gap")
 

@@ -153,9 +153,11 @@ def decomposition_figure(
     set_name: str,
     pdf_path: str | Path,
     ceilings: dict[str, tuple[str, float]] | None = None,
+    probed: dict[str, float] | None = None,
 ) -> None:
     """Per model: each step's per-row p50 (top) and achieved GFLOP/s (bottom) with 95% CIs, the
-    measured fp32 GEMM ceiling as a dashed line where the gemm study ran."""
+    measured fp32 GEMM ceiling as a dashed line where the gemm study ran, and the mean of the
+    ceilings probed in the launches themselves (`probed`, per model) as a dotted one."""
     ok = table[(table["launches_ok"] > 0) & (table["set"] == set_name)]
     panels = sorted(ok.groupby(["model", "device"]).groups)
     width = max(1, len(panels))
@@ -173,6 +175,9 @@ def decomposition_figure(
             if row == 1 and ceilings and model in ceilings:
                 library, rate = ceilings[model]
                 ax.axhline(rate, color="black", linestyle="--", label=f"fp32 GEMM ceiling ({library})")
+            if row == 1 and probed and model in probed:
+                ax.axhline(probed[model], color="grey", linestyle=":", label="ceiling probed in the launches")
+            if row == 1 and ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)
             # step names under the bottom row only (the top row shares its order)
             ax.set_xticks(

@@ -94,26 +94,59 @@ def _numpy_gemm(m, k, n, threads):
 GEMMS = {"torch": _torch_gemm, "onnxruntime": _onnxruntime_gemm, "numpy": _numpy_gemm}
 
 
-def run_gemm_launch(cell: dict, model_dir, settings: dict) -> dict:
-    """One launch: every layer GEMM of the model with one library; median ms and GFLOP/s each."""
-    library, threads = cell["runtime"], settings["threads"]
-    shapes = layer_shapes(model_dir, settings.get("tokens", 256))
+def layer_rate(library: str, shapes, threads: int, iterations: int = ITERATIONS) -> tuple[dict, dict]:
+    """One library on one layer's GEMMs: (median ms, GFLOP/s and shape per GEMM, with the whole
+    layer's under "layer"), and what the library reports about itself."""
     per_shape, described = {}, {}
     layer_ms, layer_flops = 0.0, 0.0
     for name, m, k, n in shapes:
         run, described = GEMMS[library](m, k, n, threads)
-        ms = float(np.median(_timed(run, ITERATIONS)))
+        ms = float(np.median(_timed(run, iterations)))
         flops = 2.0 * m * k * n
         per_shape[name] = {"m": m, "k": k, "n": n, "ms": ms, "gflops": flops / ms / 1e6}
         layer_ms += ms
         layer_flops += flops
+    per_shape["layer"] = {"ms": layer_ms, "gflops": layer_flops / layer_ms / 1e6}
+    return per_shape, described
+
+
+def run_gemm_launch(cell: dict, model_dir, settings: dict) -> dict:
+    """One launch: every layer GEMM of the model with one library; median ms and GFLOP/s each."""
+    library, threads = cell["runtime"], settings["threads"]
+    per_shape, described = layer_rate(library, layer_shapes(model_dir, settings.get("tokens", 256)), threads)
+    layer = per_shape.pop("layer")
     record = {"cell": cell, "settings": settings, "status": "ok", "reason": None}
     record["metrics"] = {
-        "layer_ms": layer_ms,
-        "gflops": layer_flops / layer_ms / 1e6,
+        "layer_ms": layer["ms"],
+        "gflops": layer["gflops"],
         "ffn_gflops": float(np.mean([per_shape[s]["gflops"] for s in ("ffn_up", "ffn_down")])),
         "iterations": ITERATIONS,
         "shapes": per_shape,
     }
     record["runtime"] = {"name": library, "threads": threads} | described
     return record
+
+
+# The in-launch probe leaves torch out: its rate was the lowest of the three in every gemm study
+# run here, and importing it would cost the ORT and native launches seconds.
+PROBE_LIBRARIES = ("onnxruntime", "numpy")
+PROBE_ITERATIONS = 10
+
+
+def probe_ceiling(model_dir, tokens: int, threads: int) -> dict:
+    """The GEMM ceiling measured inside a launch, right after its timed region: one encoder
+    layer's GEMMs at `tokens` rows (the launch's median row length), each probe library at the
+    launch's threads. The achieved FLOP/s it is compared with were measured seconds before, in
+    the same process, so the machine's drift over a run cancels in the fraction."""
+    shapes = layer_shapes(model_dir, tokens)
+    rates = {
+        library: layer_rate(library, shapes, threads, PROBE_ITERATIONS)[0]["layer"]["gflops"]
+        for library in PROBE_LIBRARIES
+    }
+    best = max(rates, key=rates.get)
+    return {
+        "ceiling_gflops": rates[best],
+        "ceiling_library": best,
+        "ceiling_tokens": tokens,
+        "ceiling_rates": rates,
+    }

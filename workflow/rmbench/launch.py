@@ -15,6 +15,7 @@ import numpy as np
 
 from .batching import batch_plan, make_batches, padding_waste
 from .flops import achieved_gflops
+from .gemm_bench import probe_ceiling
 from .provenance import nvidia_gpu_present
 from .runtimes import Unsupported, runtime_class
 
@@ -128,6 +129,14 @@ SCENARIOS = {
 }
 
 
+def launch_ceiling(work: Workload, achieved_gflops: float) -> dict:
+    """The fp32 GEMM ceiling probed after the timed region (engine closed), at the median length
+    of the launch's rows, and the launch's achieved FLOP/s as a fraction of it."""
+    tokens = int(np.median(work.lengths()))
+    ceiling = probe_ceiling(work.model_dir, tokens, work.settings["threads"])
+    return ceiling | {"fraction_of_ceiling": achieved_gflops / ceiling["ceiling_gflops"]}
+
+
 def run_launch(
     cell: dict,
     rows: list[dict],
@@ -178,6 +187,12 @@ def run_launch(
         "tolerance": tolerance,
         **measured,  # the scenario's metrics, per-row scores (and what else the runtime measured)
     }
+    if (
+        settings.get("ceiling_probe")
+        and cell["device"] == "cpu"
+        and np.isfinite(measured.get("gflops", np.nan))
+    ):
+        record["metrics"] |= launch_ceiling(work, measured["gflops"])
     if errors.max() > tolerance:
         worst = int(errors.argmax())
         return record | {

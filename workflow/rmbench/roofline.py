@@ -3,7 +3,10 @@
 The ceiling is the best library's rate in the gemm study (one encoder layer's matmuls at the
 same thread count); a runtime's achieved rate is model FLOPs over measured time per launch
 (rmbench.flops), so the fraction says how close the whole pipeline, tokenization included, runs
-to what the matmul kernels alone could do.
+to what the matmul kernels alone could do. Studies with `ceiling_probe` also measure the ceiling
+inside every launch, right after its timed region (rmbench.gemm_bench.probe_ceiling): on a shared
+machine whose speed drifts over the hours, only that per-launch fraction compares numbers
+measured at the same time, so it gets the interval.
 """
 
 from __future__ import annotations
@@ -18,6 +21,32 @@ def ceilings(gemm_summary: pd.DataFrame) -> dict[str, tuple[str, float]]:
     found = gemm_summary[gemm_summary["launches_ok"] > 0]
     best = found.loc[found.groupby("model")["gflops"].idxmax()]
     return {r.model: (r.runtime, float(r.gflops)) for r in best.itertuples()}
+
+
+IN_LAUNCH_COLUMNS = [
+    "probe_launches",
+    "fraction_in_launch",
+    "fraction_in_launch_lo",
+    "fraction_in_launch_hi",
+    "probed_ceiling_gflops",
+    "probed_tokens",
+]
+
+
+def in_launch_fractions(launches: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Per group of `by`: the ok launches' achieved FLOP/s as a fraction of the ceiling probed in
+    the same launch (mean and 95% t-interval), the probed ceiling's mean and the median length it
+    was probed at; no rows where no launch probed."""
+    if "fraction_of_ceiling" not in launches:
+        return pd.DataFrame(columns=[*by, *IN_LAUNCH_COLUMNS])
+    probed = launches[(launches["status"] == "ok") & launches["fraction_of_ceiling"].notna()]
+    rows = []
+    for key, group in probed.groupby(by, sort=True):
+        fraction = t_interval(group["fraction_of_ceiling"].to_numpy())
+        values = [fraction.n, fraction.mean, fraction.lo, fraction.hi]
+        values += [group["ceiling_gflops"].mean(), group["ceiling_tokens"].median()]
+        rows.append(dict(zip(by, key)) | dict(zip(IN_LAUNCH_COLUMNS, values)))
+    return pd.DataFrame(rows, columns=[*by, *IN_LAUNCH_COLUMNS])
 
 
 def roofline_table(
@@ -49,4 +78,7 @@ def roofline_table(
                 "threads": int(group["threads"].iloc[0]),
             }
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    return table.merge(in_launch_fractions(ok, ["model", "runtime"]), on=["model", "runtime"], how="left")

@@ -106,6 +106,15 @@ def fmt_ci(mean: float, lo: float, hi: float, digits: int = 1) -> str:
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
+def fmt_pct_ci(mean: float, lo: float, hi: float) -> str:
+    """A fraction as a percentage with its interval: '84% [80, 88]'; '--' where none."""
+    if mean is None or math.isnan(mean):
+        return "--"
+    if math.isnan(lo):
+        return f"{100 * mean:.0f}%"
+    return f"{100 * mean:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
+
+
 def replication_keys(study: str) -> tuple[str, ...]:
     """What a study's comparisons are within, besides model and set."""
     return tuple(k for k in group_keys(study) if k not in ("model", "set"))

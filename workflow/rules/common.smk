@@ -154,10 +154,12 @@ def study_outputs():
 
 
 def decomposition_inputs(wildcards):
-    """The study's statistics and table, every reduced-precision variant's fidelity report, the
-    GEMM ceiling where the gemm study runs, and ORT's operator profile per model on the CPU."""
+    """The study's launches, statistics and table, every reduced-precision variant's fidelity
+    report, the GEMM ceiling where the gemm study runs, and ORT's operator profile per model on the
+    CPU."""
     inputs = {
         "summary": "results/tables/decomposition/summary.csv",
+        "launches": "results/tables/decomposition/launches.csv",
         "comparisons": "results/tables/decomposition/comparisons.csv",
         "table": "paper/tables/decomposition.csv",
         "fidelity": sorted(
@@ -312,7 +314,7 @@ def cell_settings(wildcards):
     options = study["runtimes"][wildcards.runtime].get("options")
     if options:
         settings["options"] = options
-    for key in ("rows", "tokens"):
+    for key in ("rows", "tokens", "ceiling_probe"):
         if key in study:
             settings[key] = study[key]
     return settings

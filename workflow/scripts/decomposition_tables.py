@@ -13,13 +13,15 @@ from rmbench.decomposition import (
 )
 from rmbench.figures import decomposition_figure, gap_figure
 from rmbench.glue import logged, read_json, read_table
-from rmbench.roofline import ceilings
+from rmbench.roofline import ceilings, in_launch_fractions
 
 with logged(snakemake.log[0]):
     inp, out, par = snakemake.input, snakemake.output, snakemake.params
     best = ceilings(read_table(inp.gemm)) if inp.get("gemm") else {}
     summary = read_table(inp.summary)
-    gap = gap_table(summary[summary["set"] == par.headline_set], par.baseline, best)
+    launches = read_table(inp.launches)
+    probed = in_launch_fractions(launches[launches["set"] == par.headline_set], ["model", "step"])
+    gap = gap_table(summary[summary["set"] == par.headline_set], par.baseline, best, probed)
     gap.to_csv(out.gap_csv, index=False)
     with open(out.gap_tex, "w") as f:
         f.write(gap_latex(gap, par.headline_set))
@@ -32,4 +34,5 @@ with logged(snakemake.log[0]):
     operators.to_csv(out.operators_csv, index=False)
     with open(out.operators_tex, "w") as f:
         f.write(operator_latex(operators))
-    decomposition_figure(read_table(inp.table), par.headline_set, out.pdf, best)
+    probed_ceiling = probed.groupby("model")["probed_ceiling_gflops"].mean().to_dict()
+    decomposition_figure(read_table(inp.table), par.headline_set, out.pdf, best, probed_ceiling)

@@ -3,7 +3,7 @@
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged, read_table
 from rmbench.roofline import roofline_table
-from rmbench.tables import fmt_ci, simple_latex
+from rmbench.tables import fmt_ci, fmt_pct_ci, simple_latex
 
 with logged(snakemake.log[0]):
     launches = read_table(snakemake.input.launches)
@@ -14,6 +14,10 @@ with logged(snakemake.log[0]):
         achieved=[fmt_ci(r.achieved_gflops, r.achieved_lo, r.achieved_hi) for r in table.itertuples()],
         ceiling=[f"{r.ceiling_gflops:.1f} ({r.ceiling_library})" for r in table.itertuples()],
         fraction=[f"{100 * f:.0f}%" for f in table["fraction_of_ceiling"]],
+        in_launch=[
+            fmt_pct_ci(r.fraction_in_launch, r.fraction_in_launch_lo, r.fraction_in_launch_hi)
+            for r in table.itertuples()
+        ],
     )
     columns = {
         "model": "Model",
@@ -22,11 +26,14 @@ with logged(snakemake.log[0]):
         "achieved": "Achieved GFLOP/s [95% CI]",
         "ceiling": "GEMM ceiling GFLOP/s",
         "fraction": "Of ceiling",
+        "in_launch": "Of ceiling probed in each launch [95% CI]",
     }
     caption = (
         "Achieved model GFLOP/s per runtime on the CPU (encoder matmul FLOPs of every row over the "
         "measured time, tokenization included) against the best library's fp32 GEMM rate on one encoder "
-        "layer's matmuls at the same thread count."
+        "layer's matmuls at the same thread count in the gemm study, and against the ceiling probed in each "
+        "launch right after its timed region (the faster of ONNX Runtime/MLAS and numpy at the launch's "
+        "median row length): mean of the per-launch fractions with its 95\\% t-interval."
     )
     with open(snakemake.output.tex, "w") as f:
         f.write(simple_latex(shown, columns, caption, "tab:roofline"))
