@@ -28,7 +28,7 @@ import pandas as pd
 from .cells import parse_params
 from .export import GRAPH_LEVELS, ort_scores, ort_session
 from .models import load_tokenizer
-from .tables import fmt_ci, fmt_pct_ci, simple_latex, step_name
+from .tables import fmt_ci, fmt_pct, simple_latex, step_name
 
 # What each ONNX Runtime graph level adds to the one before (config steps are
 # "ort_python graph=<level>"; ORT-Python without a graph key runs at "all").
@@ -213,7 +213,7 @@ def operator_table(profiles: dict[str, dict], top: int = 6) -> pd.DataFrame:
 def operator_latex(table: pd.DataFrame) -> str:
     shown = table.assign(
         ms=["--" if math.isnan(m) else f"{m:.2f}" for m in table["ms_per_row"]],
-        pct=[_pct(s) if s >= 0.01 else "<1%" for s in table["share"]],
+        pct=[fmt_pct(s) if s >= 0.01 else "<1%" for s in table["share"]],
     )
     caption = (
         "Where ONNX Runtime's time goes (graph level all, fp32): kernel time per operator type from its "
@@ -267,10 +267,6 @@ def fidelity_table(reports: list[dict], comparisons: pd.DataFrame) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def _pct(value: float) -> str:
-    return "--" if math.isnan(value) else f"{100 * value:.0f}%"
-
-
 def _speedup(point: float, conservative: float, verdict: str) -> str:
     """'1.32x (1.05) faster'; without the bound where the intervals leave it undefined."""
     if math.isnan(point):
@@ -284,11 +280,11 @@ def gap_latex(gap: pd.DataFrame, set_name: str) -> str:
         p50=[fmt_ci(r.p50_ms, r.p50_ms_lo, r.p50_ms_hi) for r in gap.itertuples()],
         speedup=[f"{s:.2f}x" for s in gap["speedup_vs_eager"]],
         saves=["--" if math.isnan(s) else f"{s:.1f}" for s in gap["saves_ms"]],
-        share=[_pct(s) for s in gap["share_of_gap"]],
+        share=[fmt_pct(s) for s in gap["share_of_gap"]],
         ceiling=[
-            _pct(r.fraction_of_ceiling)
+            fmt_pct(r.fraction_of_ceiling)
             if math.isnan(r.fraction_in_launch)
-            else fmt_pct_ci(r.fraction_in_launch, r.fraction_in_launch_lo, r.fraction_in_launch_hi)
+            else fmt_pct(r.fraction_in_launch, r.fraction_in_launch_lo, r.fraction_in_launch_hi)
             for r in gap.itertuples()
         ],
     )

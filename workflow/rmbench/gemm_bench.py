@@ -94,9 +94,9 @@ def _numpy_gemm(m, k, n, threads):
 GEMMS = {"torch": _torch_gemm, "onnxruntime": _onnxruntime_gemm, "numpy": _numpy_gemm}
 
 
-def layer_rate(library: str, shapes, threads: int, iterations: int = ITERATIONS) -> tuple[dict, dict]:
-    """One library on one layer's GEMMs: (median ms, GFLOP/s and shape per GEMM, with the whole
-    layer's under "layer"), and what the library reports about itself."""
+def layer_rate(library: str, shapes, threads: int, iterations: int = ITERATIONS) -> tuple[dict, dict, dict]:
+    """One library on one layer's GEMMs: median ms, GFLOP/s and shape per GEMM; the whole layer's
+    ms and GFLOP/s; and what the library reports about itself."""
     per_shape, described = {}, {}
     layer_ms, layer_flops = 0.0, 0.0
     for name, m, k, n in shapes:
@@ -106,15 +106,15 @@ def layer_rate(library: str, shapes, threads: int, iterations: int = ITERATIONS)
         per_shape[name] = {"m": m, "k": k, "n": n, "ms": ms, "gflops": flops / ms / 1e6}
         layer_ms += ms
         layer_flops += flops
-    per_shape["layer"] = {"ms": layer_ms, "gflops": layer_flops / layer_ms / 1e6}
-    return per_shape, described
+    return per_shape, {"ms": layer_ms, "gflops": layer_flops / layer_ms / 1e6}, described
 
 
 def run_gemm_launch(cell: dict, model_dir, settings: dict) -> dict:
     """One launch: every layer GEMM of the model with one library; median ms and GFLOP/s each."""
     library, threads = cell["runtime"], settings["threads"]
-    per_shape, described = layer_rate(library, layer_shapes(model_dir, settings.get("tokens", 256)), threads)
-    layer = per_shape.pop("layer")
+    per_shape, layer, described = layer_rate(
+        library, layer_shapes(model_dir, settings.get("tokens", 256)), threads
+    )
     record = {"cell": cell, "settings": settings, "status": "ok", "reason": None}
     record["metrics"] = {
         "layer_ms": layer["ms"],
@@ -140,7 +140,7 @@ def probe_ceiling(model_dir, tokens: int, threads: int) -> dict:
     the same process, so the machine's drift over a run cancels in the fraction."""
     shapes = layer_shapes(model_dir, tokens)
     rates = {
-        library: layer_rate(library, shapes, threads, PROBE_ITERATIONS)[0]["layer"]["gflops"]
+        library: layer_rate(library, shapes, threads, PROBE_ITERATIONS)[1]["gflops"]
         for library in PROBE_LIBRARIES
     }
     best = max(rates, key=rates.get)

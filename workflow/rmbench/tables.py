@@ -106,8 +106,8 @@ def fmt_ci(mean: float, lo: float, hi: float, digits: int = 1) -> str:
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def fmt_pct_ci(mean: float, lo: float, hi: float) -> str:
-    """A fraction as a percentage with its interval: '84% [80, 88]'; '--' where none."""
+def fmt_pct(mean: float, lo: float = math.nan, hi: float = math.nan) -> str:
+    """A fraction as a percentage, with its interval where given: '84% [80, 88]'; '--' where none."""
     if mean is None or math.isnan(mean):
         return "--"
     if math.isnan(lo):

@@ -3,7 +3,7 @@
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged, read_table
 from rmbench.roofline import roofline_table
-from rmbench.tables import fmt_ci, fmt_pct_ci, simple_latex
+from rmbench.tables import fmt_ci, fmt_pct, simple_latex
 
 with logged(snakemake.log[0]):
     launches = read_table(snakemake.input.launches)
@@ -13,9 +13,9 @@ with logged(snakemake.log[0]):
     shown = table.assign(
         achieved=[fmt_ci(r.achieved_gflops, r.achieved_lo, r.achieved_hi) for r in table.itertuples()],
         ceiling=[f"{r.ceiling_gflops:.1f} ({r.ceiling_library})" for r in table.itertuples()],
-        fraction=[f"{100 * f:.0f}%" for f in table["fraction_of_ceiling"]],
+        fraction=[fmt_pct(f) for f in table["fraction_of_ceiling"]],
         in_launch=[
-            fmt_pct_ci(r.fraction_in_launch, r.fraction_in_launch_lo, r.fraction_in_launch_hi)
+            fmt_pct(r.fraction_in_launch, r.fraction_in_launch_lo, r.fraction_in_launch_hi)
             for r in table.itertuples()
         ],
     )
