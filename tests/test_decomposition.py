@@ -16,7 +16,14 @@ from rmbench.decomposition import (
 from rmbench.errors import RmbenchError
 from rmbench.export import reference_scores
 from rmbench.figures import decomposition_figure, gap_figure
-from rmbench.precision import check_variants, fidelity_report, preference_fidelity, quantize_int8
+from rmbench.precision import (
+    check_variants,
+    fidelity_report,
+    matmul_nodes,
+    preference_fidelity,
+    quantize_int8,
+    sweep_settings,
+)
 from rmbench.runtimes import runtime_class
 from rmbench.tables import launch_row, step_name
 
@@ -91,6 +98,80 @@ def test_int8_file_has_integer_matmuls_and_scores_near_fp32(tiny_model, referenc
     scores = engine(tiny_model, "ort_python", onnx=int8_onnx).score(pairs(tiny_model))
     errors = np.abs(np.subtract(scores, reference))
     assert errors.max() > 1e-6 and errors.max() < 1.0  # quantized: not fp32, not garbage
+
+
+INTEGER_MATMULS = {"MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}
+
+
+@pytest.mark.parametrize("group", ["ffn", "attention"])
+def test_int8_of_one_matmul_group_quantizes_that_group_only(tiny_model, tmp_path, group):
+    import onnx
+
+    nodes = matmul_nodes(tiny_model["onnx"], group)
+    layers = tiny_model["cfg"]["layers"]
+    # two feed-forward MatMuls per layer; Q, K, V, output and the two activation products per layer
+    assert len(nodes) == {"ffn": 2, "attention": 6}[group] * layers
+    assert matmul_nodes(tiny_model["onnx"], "all") is None  # quantize_dynamic's every-MatMul default
+    path = tmp_path / "model.int8.onnx"
+    quantize_int8(tiny_model["onnx"], path, "qint8", per_channel=False, reduce_range=False, matmuls=group)
+    ops = [node.op_type for node in onnx.load(str(path)).graph.node]
+    # only the MatMuls with a constant weight become integer ones (not the two activation products)
+    assert sum(op in INTEGER_MATMULS for op in ops) == {"ffn": 2, "attention": 4}[group] * layers
+    with pytest.raises(RmbenchError, match="matmuls must be one of all, ffn, attention"):
+        matmul_nodes(tiny_model["onnx"], "head")
+
+
+def test_sweep_settings_name_every_variant_over_the_quantization_default():
+    config = {
+        "models": {"e": {}},
+        "sets": {"main60": {}},
+        "quantization": {
+            "weight_type": "qint8",
+            "per_channel": False,
+            "reduce_range": False,
+            "matmuls": "all",
+        },
+        "quantization_sweep": {"set": "main60", "models": ["e"], "variants": [{}, {"reduce_range": True}]},
+    }
+    settings = sweep_settings(config)
+    assert list(settings) == [
+        "matmuls~all+per_channel~false+reduce_range~false+weight_type~qint8",
+        "matmuls~all+per_channel~false+reduce_range~true+weight_type~qint8",
+    ]
+    assert (
+        settings["matmuls~all+per_channel~false+reduce_range~true+weight_type~qint8"]["reduce_range"] is True
+    )
+    config["quantization_sweep"]["variants"].append({"weight_type": "qint8"})  # the default again
+    with pytest.raises(RmbenchError, match="two variants give the same settings"):
+        sweep_settings(config)
+    config["quantization_sweep"] |= {"variants": [{}], "models": ["d"]}
+    with pytest.raises(RmbenchError, match="names d, which config 'models' does not define"):
+        sweep_settings(config)
+
+
+def test_sweep_table_ranks_settings_and_marks_the_timed_one():
+    from rmbench.decomposition import sweep_latex, sweep_table
+
+    timed = {"weight_type": "qint8", "per_channel": False, "reduce_range": False, "matmuls": "all"}
+    gate = {"pairs": 60, "flipped": 0, "mean_abs_delta": 0.1, "max_abs_delta": 0.3, "fp32_median_margin": 0.2}
+    reports = [
+        {
+            "model": "m",
+            "settings": timed,
+            "quantized_matmuls": 24,
+            "preference_agreement": 0.8,
+            "passed": False,
+        }
+        | gate,
+        {"model": "m", "settings": timed | {"matmuls": "ffn"}, "quantized_matmuls": 8}
+        | {"preference_agreement": 1.0, "passed": True}
+        | gate,
+    ]
+    table = sweep_table([r | {"min_agreement": 0.99} for r in reports], timed)
+    assert list(table["matmuls"]) == ["ffn", "all"]  # best agreement first
+    assert list(table["gate"]) == ["passed", "failed"] and list(table["timed"]) == [False, True]
+    latex = sweep_latex(table, 0.99)
+    assert "matmuls=all (timed)" in latex and r"80.0\%" in latex and "99\\% agreement" in latex
 
 
 def test_preference_fidelity_by_hand():

@@ -105,6 +105,8 @@ def test_roofline_gives_the_in_launch_fraction_its_interval_where_launches_probe
     assert native["probe_launches"] == 2 and native["probed_ceiling_gflops"] == 25.0  # ok launches only
     assert native["fraction_in_launch"] == pytest.approx(0.45)
     assert native["fraction_in_launch_lo"] < 0.45 < native["fraction_in_launch_hi"]
+    # two launches' t-interval reaches below 0; a share does not
+    assert native["fraction_in_launch_lo"] == 0.0
     assert native["fraction_of_ceiling"] == pytest.approx(11 / 40)  # the gemm study's, as before
     assert math.isnan(table.loc["hf_eager", "fraction_in_launch"])  # not probed: no number made up
 

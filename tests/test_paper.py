@@ -40,3 +40,18 @@ def test_numbers_come_from_the_headline_rows_of_each_table():
     tex = numbers_tex(numbers)
     assert r"\rmset{batching/electra/cpu/native/naive-b=8/speedup}{0.13}" in tex
     assert r"\newcommand{\rmnum}" in tex
+
+
+def test_the_int8_sweep_gives_its_count_of_passed_settings_and_best_agreement():
+    sweep = pd.DataFrame(
+        [
+            {"model": "electra", "matmuls": "all", "preference_agreement": 0.8667, "gate": "failed"},
+            {"model": "electra", "matmuls": "ffn", "preference_agreement": 0.995, "gate": "passed"},
+            {"model": "electra", "matmuls": "attention", "preference_agreement": 0.7, "gate": "failed"},
+        ]
+    )
+    numbers = paper_numbers({"int8_sweep": sweep}, {})
+    assert numbers["int8_sweep/electra/passed"] == "1" and numbers["int8_sweep/electra/settings"] == "3"
+    assert numbers["int8_sweep/electra/best_agreement"] == "99.5"
+    assert numbers["int8_sweep/electra/worst_agreement"] == "70.0"
+    assert numbers["int8_sweep/electra/best_matmuls"] == "ffn"

@@ -181,6 +181,23 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     assert (smoke_run / "paper/figures/decomposition.pdf").stat().st_size > 1000
 
 
+def test_int8_sweep_gates_every_setting_and_agrees_with_the_timed_file(smoke_run):
+    sweep = pd.read_csv(smoke_run / "paper/tables/int8_sweep.csv")
+    assert list(sweep.model) == ["electra"] * 2 and set(sweep.matmuls) == {"all", "ffn"}
+    assert (sweep.pairs == 12).all() and (
+        (sweep.preference_agreement >= 0.99) == (sweep.gate == "passed")
+    ).all()
+    ffn, timed = sweep.set_index("matmuls").loc["ffn"], sweep.set_index("matmuls").loc["all"]
+    assert ffn.quantized_matmuls == 4 and timed.quantized_matmuls >= 12  # 2 layers: the FFN's 2 of 6 each
+    # the timed setting is the decomposition's int8 file: the same quantizer, the same gate numbers
+    fidelity = pd.read_csv(smoke_run / "paper/tables/fidelity.csv").set_index("step")
+    assert timed.timed and not ffn.timed
+    gated = fidelity.loc["ort_python graph=all precision=int8"]
+    assert timed.preference_agreement == gated.preference_agreement
+    assert timed.mean_abs_delta == pytest.approx(gated.mean_abs_delta, rel=1e-6)
+    assert "(timed)" in (smoke_run / "paper/tables/int8_sweep.tex").read_text()
+
+
 def test_launches_ran_interleaved_and_their_order_is_recorded(smoke_run):
     launches = pd.read_csv(smoke_run / "results/tables/latency/launches.csv")
     ran = launches[launches.status == "ok"].sort_values("order")

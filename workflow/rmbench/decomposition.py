@@ -12,6 +12,8 @@ From the decomposition study's statistics (one step = one runtime x variant):
   its profiler: the share in matrix products bounds how close to the GEMM ceiling a model can get.
 - fidelity_table: every reduced-precision variant's gate (preference agreement, |delta|) beside
   its speed-up against the same runtime in fp32 and against fp32 ONNX Runtime, with CIs' verdicts.
+- sweep_table: the gate of every int8 setting of the quantization sweep (quantizer options, which
+  MatMuls), untimed: whether any setting keeps fp32's preferences.
 """
 
 from __future__ import annotations
@@ -344,3 +346,47 @@ def fidelity_latex(fidelity: pd.DataFrame, min_agreement: float) -> str:
         "per-row p50 ratios (conservative bound in parentheses) with the verdict of non-overlapping intervals."
     )
     return simple_latex(shown, columns, caption, "tab:fidelity")
+
+
+def sweep_table(reports: list[dict], timed: dict) -> pd.DataFrame:
+    """One row per model and int8 setting of the quantization sweep: the fidelity gate's numbers,
+    how many MatMuls the setting quantized, and whether it is the setting the decomposition study
+    times (config `quantization`)."""
+    rows = [
+        {"model": r["model"], **r["settings"]}
+        | {k: r[k] for k in ("quantized_matmuls", "pairs", "preference_agreement", "flipped")}
+        | {k: r[k] for k in ("mean_abs_delta", "max_abs_delta", "fp32_median_margin", "min_agreement")}
+        | {"gate": "passed" if r["passed"] else "failed", "timed": r["settings"] == timed}
+        for r in reports
+    ]
+    return pd.DataFrame(rows).sort_values(["model", "preference_agreement"], ascending=[True, False])
+
+
+def sweep_latex(sweep: pd.DataFrame, min_agreement: float) -> str:
+    setting_keys = [k for k in ("weight_type", "per_channel", "reduce_range", "matmuls") if k in sweep]
+    shown = sweep.assign(
+        setting=[
+            ", ".join(f"{k}={str(v).lower()}" for k, v in zip(setting_keys, values))
+            + (" (timed)" if timed else "")
+            for *values, timed in sweep[[*setting_keys, "timed"]].itertuples(index=False)
+        ],
+        agreement=[f"{100 * a:.1f}%" for a in sweep["preference_agreement"]],
+        delta=[f"{m:.3g} / {x:.3g}" for m, x in zip(sweep["mean_abs_delta"], sweep["max_abs_delta"])],
+    )
+    columns = {
+        "model": "Model",
+        "setting": "int8 setting",
+        "quantized_matmuls": "MatMuls in int8",
+        "pairs": "Pairs",
+        "agreement": "Preference agrees",
+        "delta": "Score change, mean / max",
+        "gate": "Gate",
+    }
+    caption = (
+        "Which int8 settings keep fp32's preferences: ONNX Runtime's dynamic quantization with each "
+        "weight type, per-channel and reduced-range option, of every MatMul with a constant weight or "
+        "only the feed-forward or attention ones, through the fidelity gate against fp32 ONNX Runtime "
+        f"(below {100 * min_agreement:g}\\% agreement: failed). Not timed; the decomposition study times "
+        "the setting marked (timed)."
+    )
+    return simple_latex(shown, columns, caption, "tab:int8-sweep")

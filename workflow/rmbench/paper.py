@@ -59,6 +59,21 @@ def fidelity_numbers(table: pd.DataFrame) -> dict[str, str]:
     return numbers
 
 
+def sweep_numbers(table: pd.DataFrame) -> dict[str, str]:
+    """int8_sweep/<model>/<name>: how many int8 settings passed the gate, and the best agreement."""
+    numbers = {}
+    for model, rows in table.groupby("model"):
+        best = rows.loc[rows["preference_agreement"].idxmax()]
+        numbers |= {
+            f"int8_sweep/{model}/settings": str(len(rows)),
+            f"int8_sweep/{model}/passed": str(int((rows["gate"] == "passed").sum())),
+            f"int8_sweep/{model}/best_agreement": _format(100 * best["preference_agreement"], 1),
+            f"int8_sweep/{model}/worst_agreement": _format(100 * rows["preference_agreement"].min(), 1),
+            f"int8_sweep/{model}/best_matmuls": str(best["matmuls"]),
+        }
+    return numbers
+
+
 def _format(value, digits: int) -> str | None:
     if isinstance(value, str):
         return value or None
@@ -72,8 +87,8 @@ def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]
     on its headline set (launch counts too, so the text can say how many)."""
     numbers = {}
     for study, table in tables.items():
-        if study == "fidelity":
-            numbers |= fidelity_numbers(table)
+        if study in ("fidelity", "int8_sweep"):  # gates, not launch statistics
+            numbers |= (fidelity_numbers if study == "fidelity" else sweep_numbers)(table)
             continue
         rows = table[table["set"] == headline_sets[study]]
         for _, row in rows.iterrows():

@@ -78,8 +78,37 @@ def check_variants(config: dict) -> None:
                     )
 
 
-def quantize_int8(src: Path, dst: Path, weight_type: str, per_channel: bool, reduce_range: bool) -> None:
-    """Dynamic int8 quantization of every MatMul with a constant weight."""
+# Which MatMuls an int8 file quantizes, by the exporter's node names (transformers' module paths,
+# e.g. /electra/encoder/layer.0/intermediate/dense/MatMul): every one with a constant weight, the
+# feed-forward pair of each layer, or the attention projections (Q, K, V and output).
+MATMUL_GROUPS = {
+    "all": lambda name: True,
+    "ffn": lambda name: "/attention/" not in name and ("/intermediate/" in name or "/output/dense/" in name),
+    "attention": lambda name: "/attention/" in name,
+}
+
+
+def matmul_nodes(onnx_path, matmuls: str) -> list[str] | None:
+    """The MatMul nodes of group `matmuls` (None: every one, quantize_dynamic's default)."""
+    if matmuls not in MATMUL_GROUPS:
+        raise RmbenchError(f"matmuls must be one of {', '.join(MATMUL_GROUPS)}, not {matmuls}")
+    if matmuls == "all":
+        return None
+    import onnx
+
+    graph = onnx.load(str(onnx_path), load_external_data=False).graph
+    nodes = [n.name for n in graph.node if n.op_type == "MatMul" and MATMUL_GROUPS[matmuls](n.name)]
+    if not nodes:
+        raise RmbenchError(
+            f"{onnx_path} has no MatMul named like the {matmuls} group (exported by another tool?)"
+        )
+    return nodes
+
+
+def quantize_int8(
+    src: Path, dst: Path, weight_type: str, per_channel: bool, reduce_range: bool, matmuls: str = "all"
+) -> None:
+    """Dynamic int8 quantization of the MatMuls with a constant weight (of group `matmuls`)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     types = {"qint8": QuantType.QInt8, "quint8": QuantType.QUInt8}
@@ -91,8 +120,27 @@ def quantize_int8(src: Path, dst: Path, weight_type: str, per_channel: bool, red
         per_channel=per_channel,
         reduce_range=reduce_range,
         op_types_to_quantize=["MatMul"],
+        nodes_to_quantize=matmul_nodes(src, matmuls),
         extra_options={"MatMulConstBOnly": True},
     )
+
+
+def sweep_settings(config: dict) -> dict[str, dict]:
+    """The int8 sweep's settings by name (the file name of each gate report): every variant of
+    `quantization_sweep` over `quantization`."""
+    sweep = config["quantization_sweep"]
+    for kind, names in (("models", sweep["models"]), ("sets", [sweep["set"]])):
+        missing = [name for name in names if name not in config[kind]]
+        if missing:
+            raise RmbenchError(
+                f"quantization_sweep names {', '.join(missing)}, which config '{kind}' does not define"
+            )
+    variants = sweep["variants"]
+    settings = [config["quantization"] | variant for variant in variants]
+    names = ["+".join(f"{k}~{str(v).lower()}" for k, v in sorted(s.items())) for s in settings]
+    if len(set(names)) < len(names):
+        raise RmbenchError("quantization_sweep.variants: two variants give the same settings")
+    return dict(zip(names, settings))
 
 
 def preference_fidelity(

@@ -35,7 +35,7 @@ IN_LAUNCH_COLUMNS = [
 
 def in_launch_fractions(launches: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Per group of `by`: the ok launches' achieved FLOP/s as a fraction of the ceiling probed in
-    the same launch (mean and 95% t-interval), the probed ceiling's mean and the median length it
+    the same launch (mean and 95% t-interval, at least 0), the probed ceiling's mean and the median length it
     was probed at; no rows where no launch probed."""
     if "fraction_of_ceiling" not in launches:
         return pd.DataFrame(columns=[*by, *IN_LAUNCH_COLUMNS])
@@ -43,7 +43,8 @@ def in_launch_fractions(launches: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     rows = []
     for key, group in probed.groupby(by, sort=True):
         fraction = t_interval(group["fraction_of_ceiling"].to_numpy())
-        values = [fraction.n, fraction.mean, fraction.lo, fraction.hi]
+        # With few launches the t-interval can reach below 0, which a share cannot (NaN stays NaN).
+        values = [fraction.n, fraction.mean, max(fraction.lo, 0.0), fraction.hi]
         values += [group["ceiling_gflops"].mean(), group["ceiling_tokens"].median()]
         rows.append(dict(zip(by, key)) | dict(zip(IN_LAUNCH_COLUMNS, values)))
     return pd.DataFrame(rows, columns=[*by, *IN_LAUNCH_COLUMNS])

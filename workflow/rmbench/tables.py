@@ -255,7 +255,7 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
             r" $^\ddagger$: not reproduced: the same comparison gave another verdict on a replication "
             r"set or the other model (the CSV names which, with launch counts)."
         )
-    if "warning" in table and table["warning"].fillna("").ne("").any():
+    if "warning" in table and table["warning"].astype(object).fillna("").ne("").any():
         caption += (
             r" $^\dagger$: unstable cell (launch-to-launch variation above the threshold or a trend with "
             r"launch order); the CSV gives the warning and the launches the configured CI half-width would need."

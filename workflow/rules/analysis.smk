@@ -232,6 +232,11 @@ rule paper_numbers:
     input:
         expand("paper/tables/{study}.csv", study=enabled_studies()),
         (["paper/tables/fidelity.csv"] if "decomposition" in enabled_studies() else []),
+        (
+            ["paper/tables/int8_sweep.csv"]
+            if "paper/tables/int8_sweep.tex" in study_outputs()
+            else []
+        ),
     output:
         "paper/tables/numbers.tex",
     log:

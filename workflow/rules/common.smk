@@ -19,7 +19,7 @@ from rmbench.cells import (
     parse_params,
 )
 from rmbench.figures import FIGURES
-from rmbench.precision import check_variants, onnx_file
+from rmbench.precision import check_variants, onnx_file, sweep_settings
 from rmbench.tables import STUDIES, step_name
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -36,6 +36,7 @@ SETUP_PRIORITY = len(PRIORITIES) + 1
 CELL_MEM_MB = 16000
 CELL_RUNTIME_MIN = int(config["launch"]["timeout_s"] // 60) + 10
 FIDELITY_PATH = "results/fidelity/{model}/{runtime}/{params}.json"
+SWEEP_SETTINGS = sweep_settings(config)  # int8 settings of the quantization sweep, by name
 NATIVE_SOURCES = sorted(  # relative, so that a storage provider maps them like every other input
     os.path.relpath(p, workflow.basedir)
     for p in Path(workflow.basedir, "native").rglob("*")
@@ -150,6 +151,8 @@ def study_outputs():
             "paper/tables/ort_operators.tex",
             "paper/figures/decomposition_gap.pdf",
         ]
+    if config["quantization_sweep"]["models"] and SWEEP_SETTINGS:
+        outputs.append("paper/tables/int8_sweep.tex")
     return outputs
 
 
@@ -234,6 +237,16 @@ def tokenizer_inputs(wildcards):
     if cfg["source"] == "synthetic" and cfg["architecture"] == "deberta-v3-large":
         return {"spm": f"results/tokenizers/spm/{wildcards.model}.model"}
     return {}
+
+
+def sweep_setting(wildcards):
+    """The int8 settings a sweep file name stands for (only the configured ones)."""
+    if wildcards.settings not in SWEEP_SETTINGS:
+        raise ValueError(
+            f"{wildcards.settings} is not a quantization_sweep setting of this config; its settings: "
+            + ", ".join(SWEEP_SETTINGS)
+        )
+    return SWEEP_SETTINGS[wildcards.settings]
 
 
 def precision_of(wildcards):

@@ -117,3 +117,52 @@ rule ort_operators:
         repo=workflow.basedir,
     script:
         "../scripts/ort_operators.py"
+
+
+# The quantization sweep: which int8 settings keep fp32's preferences (gated, not timed).
+rule int8_sweep:
+    input:
+        model="results/models/{model}",
+        onnx="results/onnx/{model}/model.onnx",
+        rows=lambda wildcards: f"results/data/{config['quantization_sweep']['set']}.jsonl",
+    output:
+        "results/fidelity/int8_sweep/{model}/{settings}.json",
+    log:
+        "results/logs/fidelity/int8_sweep/{model}/{settings}.log",
+    conda:
+        "../../envs/bench.yaml"
+    threads: threads()
+    resources:
+        mem_mb=12000,
+    params:
+        settings=sweep_setting,
+        threads=threads(),
+        max_length=config["data"]["max_length"],
+        min_agreement=config["fidelity"]["min_agreement"],
+    script:
+        "../scripts/int8_sweep.py"
+
+
+rule int8_sweep_table:
+    input:
+        expand(
+            "results/fidelity/int8_sweep/{model}/{settings}.json",
+            model=config["quantization_sweep"]["models"],
+            settings=SWEEP_SETTINGS,
+        ),
+    output:
+        csv=report(
+            "paper/tables/int8_sweep.csv",
+            caption="../report/derived_table.rst",
+            category="Tables",
+        ),
+        tex="paper/tables/int8_sweep.tex",
+    log:
+        "results/logs/paper/int8_sweep_table.log",
+    conda:
+        "../../envs/bench.yaml"
+    params:
+        timed=config["quantization"],
+        min_agreement=config["fidelity"]["min_agreement"],
+    script:
+        "../scripts/int8_sweep_table.py"

@@ -10,7 +10,7 @@ with logged(snakemake.log[0]):
     study = snakemake.wildcards.study
     layout, keys = STUDIES[study], group_keys(study)
     launches = read_table(snakemake.input[0])
-    launches["reason"] = launches["reason"].fillna("")
+    launches["reason"] = launches["reason"].astype(object).fillna("")  # all-empty reads as float NaN
     checks = Checks(**snakemake.params.checks)
     summary = summarize(launches, [*keys, layout["between"]], layout["metrics"], checks)
     summary.to_csv(snakemake.output.summary, index=False)

@@ -7,7 +7,7 @@ from rmbench.tables import study_latex, study_table
 with logged(snakemake.log[0]):
     study, baseline = snakemake.wildcards.study, snakemake.params.baseline
     summary = read_table(snakemake.input.summary)
-    summary["reasons"] = summary["reasons"].fillna("")
+    summary["reasons"] = summary["reasons"].astype(object).fillna("")  # all-empty reads as float NaN
     comparisons = read_table(snakemake.input.comparisons)
     table = study_table(summary, comparisons, study, baseline, snakemake.params.headline_set)
     table.to_csv(snakemake.output.csv, index=False)

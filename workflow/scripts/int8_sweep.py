@@ -1,0 +1,45 @@
+"""One int8 setting of the quantization sweep: quantize the export with it (a temporary file) and
+put it through the fidelity gate against fp32 ONNX Runtime (rmbench.precision)."""
+
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import _bootstrap  # noqa: F401  (makes rmbench importable)
+import onnx
+from rmbench.data import load_set
+from rmbench.glue import logged, write_json
+from rmbench.precision import fidelity_report, quantize_int8
+from rmbench.runtimes import runtime_class
+
+INTEGER_MATMULS = ("MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat")
+
+with logged(snakemake.log[0]):
+    w, inp, par = snakemake.wildcards, snakemake.input, snakemake.params
+    common = {"model_dir": inp.model, "device": "cpu", "threads": par.threads, "max_length": par.max_length}
+    # The int8 file lives only as long as its gate: a DeBERTa one is ~600 MB per setting.
+    with tempfile.TemporaryDirectory(dir=snakemake.resources.tmpdir) as tmp:
+        int8 = Path(tmp, "model.int8.onnx")
+        quantize_int8(inp.onnx, int8, **par.settings)
+        ops = Counter(n.op_type for n in onnx.load(str(int8), load_external_data=False).graph.node)
+        variant = runtime_class("ort_python")(onnx_path=str(int8), **common)
+        fp32 = runtime_class("ort_python")(onnx_path=inp.onnx, **common)
+        try:
+            variant.load()
+            fp32.load()
+            report = fidelity_report(variant, fp32, load_set(inp.rows), par.min_agreement)
+        finally:
+            variant.close()
+            fp32.close()
+    report |= {
+        "model": w.model,
+        "settings": par.settings,
+        "quantized_matmuls": sum(ops[op] for op in INTEGER_MATMULS),
+        "threads": par.threads,
+    }
+    write_json(report, snakemake.output[0])
+    print(
+        f"{w.model} int8 {w.settings}: {report['quantized_matmuls']} MatMuls in int8, preference "
+        f"agreement {report['preference_agreement']:.3f} (gate {par.min_agreement}), "
+        f"mean |delta| {report['mean_abs_delta']:.3g}: {'passed' if report['passed'] else 'failed'}"
+    )
