@@ -35,8 +35,8 @@ IN_LAUNCH_COLUMNS = [
 
 def in_launch_fractions(launches: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Per group of `by`: the ok launches' achieved FLOP/s as a fraction of the ceiling probed in
-    the same launch (mean and 95% t-interval, at least 0), the probed ceiling's mean and the median length it
-    was probed at; no rows where no launch probed."""
+    the same launch (mean and 95% t-interval, at least 0), the probed ceiling's mean and the median
+    length it was probed at; no rows where no launch probed."""
     if "fraction_of_ceiling" not in launches:
         return pd.DataFrame(columns=[*by, *IN_LAUNCH_COLUMNS])
     probed = launches[(launches["status"] == "ok") & launches["fraction_of_ceiling"].notna()]
