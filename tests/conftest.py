@@ -1,83 +1,11 @@
-import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
-
-# What a fresh copy of the repository leaves out (what a run or a build writes).
-COPY_IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", ".snakemake", "results", "__pycache__", ".pytest_cache", "tables", "figures", "build"
-)
-
-
-def snakemake_command(*args, cores: int | None = 2) -> list[str]:
-    cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", "workflow/profiles/smoke"]
-    return cmd + (["--cores", str(cores), *args] if cores else list(args))
-
-
-class SmokeRun:
-    """The smoke profile's `all` on a fresh copy of the repository, in the background.
-
-    It is most of the suite's time on two cores, and the unit tests leave a core idle: so it starts
-    as soon as collection selects a test of test_pipeline.py, runs while the unit tests do, and
-    those tests wait for it (the `smoke_run` fixture)."""
-
-    def __init__(self):
-        self.workdir, self.process, self.log = None, None, None
-
-    def start(self) -> None:
-        if self.process:
-            return
-        self.workdir = Path(tempfile.mkdtemp(prefix="rmbench-smoke-")) / "rmbench"
-        shutil.copytree(ROOT, self.workdir, ignore=COPY_IGNORE)
-        self.log = self.workdir.parent / "smoke.log"
-        with open(self.log, "w") as log:
-            self.process = subprocess.Popen(
-                snakemake_command("all"),
-                cwd=self.workdir,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: stop() ends every job with it
-            )
-
-    def wait(self, timeout_s: float = 3600) -> Path:
-        self.start()
-        code = self.process.wait(timeout=timeout_s)
-        assert code == 0, f"smoke pipeline failed (exit {code}; {self.log}):\n" + self.log.read_text()[-6000:]
-        return self.workdir
-
-    def stop(self, remove: bool) -> None:
-        """Ends a run the session no longer waits for; removes its copy unless a test failed."""
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-        if self.workdir and remove:
-            shutil.rmtree(self.workdir.parent, ignore_errors=True)
-
-
-SMOKE = SmokeRun()
-
-
-def pytest_collection_finish(session):
-    if session.config.option.collectonly:
-        return
-    if any(Path(str(item.fspath)).name == "test_pipeline.py" for item in session.items):
-        SMOKE.start()
-
-
-def pytest_sessionfinish(session, exitstatus):
-    SMOKE.stop(remove=exitstatus == 0)
-
 
 TINY = {
     "architecture": "electra-large",

@@ -5,23 +5,32 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import SMOKE, snakemake_command
+from conftest import ROOT
+
+COPY_IGNORE = shutil.ignore_patterns(
+    ".git", ".venv", ".snakemake", "results", "__pycache__", ".pytest_cache", "tables", "figures", "build"
+)
 
 
 def snakemake(workdir, *args, cores: int | None = 2):
-    cmd = snakemake_command(*args, cores=cores)
+    cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", "workflow/profiles/smoke"]
+    cmd += ["--cores", str(cores), *args] if cores else list(args)
     return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, check=False, timeout=3600)
 
 
 @pytest.fixture(scope="module")
-def smoke_run():
-    """The smoke profile's `all`, started in the background at collection (see conftest.SmokeRun)."""
-    return SMOKE.wait()
+def smoke_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("smoke") / "rmbench"
+    shutil.copytree(ROOT, workdir, ignore=COPY_IGNORE)
+    run = snakemake(workdir, "all")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return workdir
 
 
 def test_latency_table_has_real_numbers(smoke_run):
