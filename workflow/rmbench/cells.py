@@ -103,18 +103,23 @@ def cell_table(config: dict) -> list[dict]:
 
 
 def check_references(config: dict) -> None:
-    """Stops with a clear message when a study names a set or model the config lacks."""
+    """Stops with a clear message when a study or the quantization sweep names a set or model the
+    config lacks."""
     from .errors import RmbenchError
 
-    for study, cfg in config["studies"].items():
+    named = {f"studies.{study}": cfg for study, cfg in config["studies"].items()}
+    if sweep := config.get("quantization_sweep"):
+        named["quantization_sweep"] = {"sets": [sweep["set"]], "models": sweep["models"]}
+    for where, cfg in named.items():
         for kind in ("sets", "models"):
             names = cfg.get(kind, []) + (cfg.get("replicate") or {}).get(kind, [])
             missing = [name for name in names if name not in config[kind]]
             if missing:
                 raise RmbenchError(
-                    f"studies.{study}.{kind} names {', '.join(missing)}, which config '{kind}' "
+                    f"{where}.{kind} names {', '.join(missing)}, which config '{kind}' "
                     f"does not define (defined: {', '.join(config[kind])})"
                 )
+    for study, cfg in config["studies"].items():
         unknown = set((cfg.get("replicate") or {}).get("runtimes", [])) - set(cfg["runtimes"])
         if unknown:
             raise RmbenchError(

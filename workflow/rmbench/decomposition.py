@@ -313,10 +313,17 @@ def gap_latex(gap: pd.DataFrame, set_name: str) -> str:
     return simple_latex(shown, columns, caption, "tab:decomposition-gap")
 
 
+def _gate_cells(table: pd.DataFrame) -> dict[str, list[str]]:
+    """The fidelity gate's columns as the fidelity and sweep tables print them."""
+    return {
+        "agreement": [f"{100 * a:.1f}%" for a in table["preference_agreement"]],
+        "delta": [f"{m:.3g} / {x:.3g}" for m, x in zip(table["mean_abs_delta"], table["max_abs_delta"])],
+    }
+
+
 def fidelity_latex(fidelity: pd.DataFrame, min_agreement: float) -> str:
     shown = fidelity.assign(
-        agreement=[f"{100 * a:.1f}%" for a in fidelity["preference_agreement"]],
-        delta=[f"{m:.3g} / {x:.3g}" for m, x in zip(fidelity["mean_abs_delta"], fidelity["max_abs_delta"])],
+        **_gate_cells(fidelity),
         **{
             against: [
                 _speedup(*values)
@@ -370,8 +377,7 @@ def sweep_latex(sweep: pd.DataFrame, min_agreement: float) -> str:
             + (" (timed)" if timed else "")
             for *values, timed in sweep[[*setting_keys, "timed"]].itertuples(index=False)
         ],
-        agreement=[f"{100 * a:.1f}%" for a in sweep["preference_agreement"]],
-        delta=[f"{m:.3g} / {x:.3g}" for m, x in zip(sweep["mean_abs_delta"], sweep["max_abs_delta"])],
+        **_gate_cells(sweep),
     )
     columns = {
         "model": "Model",

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .cells import format_params
 from .errors import RmbenchError
 from .export import GRAPH_LEVELS
 from .runtimes.hf_eager import EAGER_KERNELS, TORCH_PRECISIONS
@@ -128,16 +129,8 @@ def quantize_int8(
 def sweep_settings(config: dict) -> dict[str, dict]:
     """The int8 sweep's settings by name (the file name of each gate report): every variant of
     `quantization_sweep` over `quantization`."""
-    sweep = config["quantization_sweep"]
-    for kind, names in (("models", sweep["models"]), ("sets", [sweep["set"]])):
-        missing = [name for name in names if name not in config[kind]]
-        if missing:
-            raise RmbenchError(
-                f"quantization_sweep names {', '.join(missing)}, which config '{kind}' does not define"
-            )
-    variants = sweep["variants"]
-    settings = [config["quantization"] | variant for variant in variants]
-    names = ["+".join(f"{k}~{str(v).lower()}" for k, v in sorted(s.items())) for s in settings]
+    settings = [config["quantization"] | variant for variant in config["quantization_sweep"]["variants"]]
+    names = [format_params({k: str(v).lower() for k, v in sorted(s.items())}) for s in settings]
     if len(set(names)) < len(names):
         raise RmbenchError("quantization_sweep.variants: two variants give the same settings")
     return dict(zip(names, settings))
@@ -163,6 +156,17 @@ def preference_fidelity(
         "flipped_max_fp32_margin": float(margin[~agree].max()) if (~agree).any() else 0.0,
         "fp32_median_margin": float(np.median(margin)),
     }
+
+
+def run_gate(variant_runtime, reference_runtime, rows: list[dict], min_agreement: float) -> dict:
+    """Loads both runtimes, applies the gate (fidelity_report) and closes them, also on failure."""
+    try:
+        variant_runtime.load()
+        reference_runtime.load()
+        return fidelity_report(variant_runtime, reference_runtime, rows, min_agreement)
+    finally:
+        variant_runtime.close()
+        reference_runtime.close()
 
 
 def fidelity_report(variant_runtime, reference_runtime, rows: list[dict], min_agreement: float) -> dict:

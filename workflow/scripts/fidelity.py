@@ -7,7 +7,7 @@ import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.cells import parse_params
 from rmbench.data import load_set
 from rmbench.glue import logged, write_json
-from rmbench.precision import fidelity_report
+from rmbench.precision import run_gate
 from rmbench.runtimes import runtime_class, spare_torch_import
 
 with logged(snakemake.log[0]):
@@ -19,13 +19,7 @@ with logged(snakemake.log[0]):
     common = {"model_dir": inp.model, "device": "cpu", "threads": par.threads, "max_length": par.max_length}
     variant = runtime_class(w.runtime)(onnx_path=inp.onnx, options=options, **common)
     fp32 = runtime_class("ort_python")(onnx_path=inp.fp32_onnx, **common)
-    try:
-        variant.load()
-        fp32.load()
-        report = fidelity_report(variant, fp32, load_set(inp.rows), par.fidelity["min_agreement"])
-    finally:
-        variant.close()
-        fp32.close()
+    report = run_gate(variant, fp32, load_set(inp.rows), par.fidelity["min_agreement"])
     report |= {"model": w.model, "runtime": w.runtime, "params": w.params, "threads": par.threads}
     write_json(report, snakemake.output[0])
     verdict = "passed" if report["passed"] else "FAILED (its launches run; the tables mark it failed)"

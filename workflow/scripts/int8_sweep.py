@@ -9,7 +9,7 @@ import _bootstrap  # noqa: F401  (makes rmbench importable)
 import onnx
 from rmbench.data import load_set
 from rmbench.glue import logged, write_json
-from rmbench.precision import fidelity_report, quantize_int8
+from rmbench.precision import quantize_int8, run_gate
 from rmbench.runtimes import runtime_class
 
 INTEGER_MATMULS = ("MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat")
@@ -24,13 +24,7 @@ with logged(snakemake.log[0]):
         ops = Counter(n.op_type for n in onnx.load(str(int8), load_external_data=False).graph.node)
         variant = runtime_class("ort_python")(onnx_path=str(int8), **common)
         fp32 = runtime_class("ort_python")(onnx_path=inp.onnx, **common)
-        try:
-            variant.load()
-            fp32.load()
-            report = fidelity_report(variant, fp32, load_set(inp.rows), par.min_agreement)
-        finally:
-            variant.close()
-            fp32.close()
+        report = run_gate(variant, fp32, load_set(inp.rows), par.min_agreement)
     report |= {
         "model": w.model,
         "settings": par.settings,
