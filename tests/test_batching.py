@@ -8,8 +8,8 @@ from rmbench.batching import batch_plan, make_batches, padding_waste
 from rmbench.data import count_tokens
 from rmbench.export import reference_scores
 from rmbench.launch import run_launch
-from rmbench.models import load_tokenizer
-from rmbench.tables import variant_label, verdict_list
+from rmbench.models import encode, load_tokenizer
+from rmbench.tables import variant_label, verdict_list, with_padding_bound
 
 SETTINGS = {"threads": 1, "warmup_rows": 1, "timeout_s": 600, "max_length": 512, "tolerance": 1e-4}
 
@@ -112,3 +112,56 @@ def test_repeat_batches_copies_of_each_row_without_padding(tiny_model, rows, ref
     assert m["padding_waste"] == 0 and m["max_abs_err"] <= 1e-4
     native = batching_launch(tiny_model, rows, reference, "native", str(binary), batching="repeat", batch=4)
     assert native["status"] == "unsupported" and "no 'repeat' batching" in native["reason"]
+
+
+@pytest.mark.parametrize("runtime", ["hf_eager", "ort_python"])
+def test_padding_to_max_length_pads_every_row_and_keeps_the_scores(tiny_model, rows, reference, runtime):
+    tokenizer = load_tokenizer(tiny_model["model"])
+    enc = encode(tokenizer, [("a b", "c"), ("a", "b c d e")], "np", 40, padding="max_length")
+    assert enc["input_ids"].shape == (2, 40) and enc["attention_mask"].sum() < 80
+    record = batching_launch(
+        tiny_model, rows, reference, runtime, batching="naive", batch=2, padding="max_length"
+    )
+    assert record["status"] == "ok", record["reason"]  # the masked padding changes no score
+    m = record["metrics"]
+    lengths = [min(r["tokens_tiny"], 512) for r in rows]
+    assert m["padding_waste"] == pytest.approx(512 * len(rows) / sum(lengths) - 1)
+    assert m["padding_waste"] > padding_waste(lengths, m["batches"])
+
+
+def test_padding_waste_to_a_fixed_length_and_refusals(tiny_model, rows, reference, binary):
+    assert padding_waste([5, 9, 7], [[0, 1], [2]], pad_to=16) == pytest.approx((48 - 21) / 21)
+    native = batching_launch(
+        tiny_model, rows, reference, "native", str(binary), batching="naive", batch=2, padding="max_length"
+    )
+    assert native["status"] == "unsupported" and "no padding to max_length" in native["reason"]
+    with pytest.raises(ValueError, match="padding must be one of longest, max_length"):
+        batching_launch(tiny_model, rows, reference, "ort_python", batching="naive", batch=2, padding="fixed")
+
+
+def test_the_padding_bound_of_each_verdict():
+    import pandas as pd
+
+    keys = {"model": "m", "device": "cpu", "set": "s", "runtime": "r"}
+    verdicts = pd.DataFrame(
+        [
+            keys
+            | {
+                "candidate": "batching~naive+batch~2",
+                "baseline": "batching~none+batch~1",
+                "speedup": 0.4,
+                "statement": "naive b=2 vs none b=1: 0.40x, CIs apart",
+            }
+        ]
+    )
+    summary = pd.DataFrame(
+        [
+            keys | {"variant": "batching~naive+batch~2", "padding_waste": 0.6},
+            keys | {"variant": "batching~none+batch~1", "padding_waste": 0.0},
+        ]
+    )
+    out = with_padding_bound(verdicts, summary).iloc[0]
+    assert out.padding_only == pytest.approx(1 / 1.6) and out.per_padded_token == pytest.approx(0.64)
+    assert out.statement == "naive b=2 vs none b=1: 0.40x, CIs apart (padding alone: 0.62x)"
+    missing = with_padding_bound(verdicts, summary.iloc[1:]).iloc[0]  # no ok launch of the candidate
+    assert missing.statement == verdicts.statement[0]

@@ -20,7 +20,9 @@ from rmbench.figures import decomposition_figure, gap_figure
 from rmbench.precision import (
     check_variants,
     fidelity_report,
+    loaded,
     matmul_nodes,
+    pair_scores,
     preference_fidelity,
     quantize_int8,
     sweep_settings,
@@ -187,15 +189,21 @@ def test_preference_fidelity_by_hand():
 
 
 def test_fidelity_gate_passes_fp32_against_itself_and_reports_int8(tiny_model, int8_onnx):
-    fp32 = engine(tiny_model, "ort_python")
-    same = fidelity_report(engine(tiny_model, "ort_python", graph="basic"), fp32, tiny_model["rows"], 0.99)
+    rows = tiny_model["rows"]
+    unloaded = runtime_class("ort_python")(tiny_model["model"], tiny_model["onnx"], "cpu", 1, 512)
+    fp32 = loaded(unloaded, lambda runtime: pair_scores(runtime, rows))
+    assert fp32["ids"] == [r["id"] for r in rows] and len(fp32["rejected"]) == len(rows)
+    same = fidelity_report(engine(tiny_model, "ort_python", graph="basic"), fp32, rows, 0.99)
     assert same["passed"] and same["preference_agreement"] == 1.0 and same["max_abs_delta"] < 1e-4
-    int8 = fidelity_report(engine(tiny_model, "ort_python", onnx=int8_onnx), fp32, tiny_model["rows"], 1.0)
-    assert int8["pairs"] == len(tiny_model["rows"]) and len(int8["rejected_scores"]) == int8["pairs"]
+    int8 = fidelity_report(engine(tiny_model, "ort_python", onnx=int8_onnx), fp32, rows, 1.0)
+    assert int8["pairs"] == len(rows) and len(int8["rejected_scores"]) == int8["pairs"]
     assert int8["passed"] == (int8["preference_agreement"] >= 1.0) and int8["max_abs_delta"] > 1e-6
-    rows = [{k: v for k, v in r.items() if k != "rejected"} for r in tiny_model["rows"]]
+    assert int8["fp32_scores"] == fp32["chosen"]
+    with pytest.raises(RmbenchError, match="other rows"):
+        fidelity_report(engine(tiny_model, "ort_python"), fp32, rows[::-1], 0.99)
+    no_rejected = [{k: v for k, v in r.items() if k != "rejected"} for r in rows]
     with pytest.raises(RmbenchError, match="no 'rejected' reply"):
-        fidelity_report(fp32, fp32, rows, 0.99)
+        fidelity_report(engine(tiny_model, "ort_python"), fp32, no_rejected, 0.99)
 
 
 def test_native_engine_loads_the_int8_file_and_matches_ort_python(tiny_model, int8_onnx, binary):

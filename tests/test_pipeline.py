@@ -99,6 +99,10 @@ def test_every_study_has_its_table(smoke_run):
     assert set(zerocopy.variant) == {"zero_copy~on+prealloc~on", "zero_copy~off+prealloc~off"}
     language = pd.read_csv(smoke_run / "paper/tables/language.csv")
     assert set(language.model) == {"deberta", "electra"} and (language.native > 0).all()
+    # the equivalence test's 90% interval holds the point difference
+    assert set(language.equivalence) <= {"equivalent", "not shown"}
+    assert (language.difference_lo_pct <= language.difference_pct).all()
+    assert (language.difference_pct <= language.difference_hi_pct).all()
     compile_ = pd.read_csv(smoke_run / "paper/tables/compile.csv")
     assert len(compile_) == 2 and (compile_.first_call_s > 0).all() and (compile_.recompiles >= 0).all()
     gemm = pd.read_csv(smoke_run / "paper/tables/gemm.csv")
@@ -109,13 +113,19 @@ def test_every_study_has_its_table(smoke_run):
     assert (roofline.probe_launches == roofline.launches).all() and (roofline.fraction_in_launch > 0).all()
     batching = pd.read_csv(smoke_run / "paper/tables/batching.csv")
     main = batching[batching.set == "main60"]
-    # 4 smoke variants for native and eager; ORT-Python keeps the default's own 8 (with repeat)
-    assert len(main) == 4 + 8 + 4 and (main.launches_ok == 2).all() and (main.throughput_rps > 0).all()
+    # 4 smoke variants for native and eager; ORT-Python its own 4 (repeat, padding to the max
+    # length, the relative-shift export)
+    assert len(main) == 4 + 4 + 4 and (main.launches_ok == 2).all() and (main.throughput_rps > 0).all()
     assert set(batching[batching.set == "rep60a"].runtime) == {"native"}
     verdicts = pd.read_csv(smoke_run / "paper/tables/batching_verdicts.csv")
     assert verdicts.statement.str.match(
         r"^(naive|length_aware|token_budget|repeat) b=\d .*vs none b=1: \d+\.\d\dx, CIs"
     ).all()
+    assert verdicts.statement.str.contains(r"\(padding alone: \d+\.\d\dx\)$").all()
+    to_max = verdicts[verdicts.candidate.str.contains("padding~max_length")]
+    assert len(to_max) == 1 and (to_max.padding_only < 0.5).all()  # rows padded to 512
+    shifted = verdicts[verdicts.candidate.str.contains("optimizer~relative_shift")]
+    assert len(shifted) == 1 and (shifted.padding_only == 1).all()  # repeat: no padding
     assert (smoke_run / "paper/figures/batching.pdf").stat().st_size > 1000
     concurrency = pd.read_csv(smoke_run / "paper/tables/concurrency.csv")
     # ORT-Python x 4 smoke variants, native its default's own 6, eager 2, fastapi 2, batching server 3

@@ -124,3 +124,28 @@ def test_speedup_of_a_zero_is_undefined_not_an_error():
     from rmbench.stats import bootstrap_speedup
 
     assert all(math.isnan(v) for v in bootstrap_speedup([0.0, 0.0], [1.0, 2.0]))
+
+
+def test_equivalence_by_two_one_sided_tests_by_hand():
+    from rmbench.stats import difference_interval, equivalence_verdict, launches_for_equivalence
+
+    a, b = [99.0, 100.0, 101.0], [101.0, 100.0, 99.0]
+    # d = 0, se = sqrt(1/3 + 1/3), Welch df = 4, t(0.95, 4) = 2.1318: +-1.741 of 100
+    lo, hi = difference_interval(a, b)
+    assert (lo, hi) == pytest.approx((-0.017407, 0.017407), abs=1e-6)
+    assert equivalence_verdict(lo, hi, 0.03) == "equivalent"
+    assert equivalence_verdict(lo, hi, 0.01) == "not shown"
+    # within 1%: t(0.95, 2n - 2) * sqrt(2 / n) < 1 first at n = 7 (n = 6: 1.046)
+    assert launches_for_equivalence(a, b, 0.01) == 7
+    slower = [110.0, 110.5, 109.5]  # 10% slower: no launch count shows equivalence within 3%
+    assert launches_for_equivalence(slower, b, 0.03) == 1001
+    assert equivalence_verdict(*difference_interval(slower, b), 0.03) == "not shown"
+    assert equivalence_verdict(*difference_interval([1.0], b), 0.03) == "too few launches"
+    c = compare_latency(
+        pd.DataFrame({"model": "m", "runtime": ["x"] * 3 + ["y"] * 3, "status": "ok", "p50_ms": a + b}),
+        ["model"],
+        "runtime",
+        "p50_ms",
+    )
+    # at 3%, t(0.95, 2) * sqrt(2 / 2) = 2.92 < 3 already at 2 launches a side
+    assert set(c.equivalence) == {"equivalent"} and (c.equivalence_launches == 2).all()

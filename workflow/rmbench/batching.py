@@ -9,6 +9,13 @@ same rules (tests/test_native.py proves both give the same batches).
   repeat:       every row as a batch of batch_size copies of itself: batching without any
                 padding, so a batch's cost per row against the row alone is the batch effect
                 itself (Python runtimes only; an experiment, not a serving strategy)
+
+A cell's `padding` says how far each batch is padded: `longest` (the default; every strategy
+above) to its longest row, `max_length` to the tokenizer's max length (512) as HF's
+padding="max_length" does. With `longest`, a naive batch of b rows costs at most b rows of its
+longest one, so its throughput cannot fall below 1/b of the rows alone unless a padded token
+costs more in a batch than a real token alone; `max_length` tests whether the study's deeper
+collapse (naive b=2 at 0.20x) came from padding every row to the maximum (Python runtimes only).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import time
 STRATEGIES = ("none", "naive", "length_aware", "token_budget")  # the native engine's too
 REPEAT = "repeat"
 DEFAULT_TOKEN_BUDGET = 4096  # the native engine's default too
+PADDINGS = ("longest", "max_length")
 
 
 def make_batches(
@@ -44,10 +52,11 @@ def make_batches(
     return batches
 
 
-def padding_waste(lengths: list[int], batches: list[list[int]]) -> float:
-    """Padded tokens over real tokens when each batch is padded to its longest row."""
+def padding_waste(lengths: list[int], batches: list[list[int]], pad_to: int | None = None) -> float:
+    """Padded tokens over real tokens when each batch is padded to its longest row (or every
+    row to `pad_to` tokens)."""
     real = sum(lengths[i] for b in batches for i in b)
-    padded = sum(len(b) * max(lengths[i] for i in b) for b in batches)
+    padded = sum(len(b) * (pad_to or max(lengths[i] for i in b)) for b in batches)
     return (padded - real) / real if real else 0.0
 
 

@@ -104,8 +104,10 @@ def ort_feed(session, encoded) -> dict:
     return {k: np.asarray(v, dtype=np.int64) for k, v in encoded.items() if k in names}
 
 
-def ort_scores(session, tokenizer, pairs: list[tuple[str, str]], max_length: int = MAX_LENGTH) -> np.ndarray:
-    enc = encode(tokenizer, pairs, "np", max_length)
+def ort_scores(
+    session, tokenizer, pairs: list[tuple[str, str]], max_length: int = MAX_LENGTH, padding: str = "longest"
+) -> np.ndarray:
+    enc = encode(tokenizer, pairs, "np", max_length, padding=padding)
     return session.run(None, ort_feed(session, enc))[0][:, 0]
 
 

@@ -294,16 +294,18 @@ def encode(
     tensors: str,
     max_length: int = MAX_LENGTH,
     pad_to_multiple_of: int | None = None,
+    padding: str = "longest",
 ):
     """Tokenizes (prompt, response) pairs as the model cards do: longest_first to max_length,
-    padded to the batch's longest row (or up to a multiple of `pad_to_multiple_of`)."""
+    padded to the batch's longest row (or up to a multiple of `pad_to_multiple_of`); padding
+    `max_length` pads every row to max_length instead (rmbench.batching.PADDINGS)."""
     prompts, responses = zip(*pairs)
     return tokenizer(
         list(prompts),
         list(responses),
         truncation=True,
         max_length=max_length,
-        padding=True,
+        padding=True if padding == "longest" else padding,
         pad_to_multiple_of=pad_to_multiple_of,
         return_tensors=tensors,
     )

@@ -5,9 +5,10 @@ are quantized per call; on x86 with AVX512-VNNI, MLAS runs the u8 x s8 kernels).
 runtime and the native engine both load the quantized file. bf16: autocast in the torch runtimes.
 
 A faster variant that changes which reply wins is not faster. The gate scores every row's chosen
-and rejected reply with the variant and with fp32 ONNX Runtime (the parity-gated reference
-engine), and reports per-row |delta score| and the share of (chosen, rejected) pairs whose
-preference agrees with fp32; below the configured share the variant is marked failed.
+and rejected reply with the variant, compares them with fp32 ONNX Runtime's scores of the same
+replies (the parity-gated reference engine; scored once per model and set, rule
+fp32_pair_scores), and reports per-row |delta score| and the share of (chosen, rejected) pairs
+whose preference agrees with fp32; below the configured share the variant is marked failed.
 """
 
 from __future__ import annotations
@@ -158,42 +159,39 @@ def preference_fidelity(
     }
 
 
-def run_gate(variant_runtime, reference_runtime, rows: list[dict], min_agreement: float) -> dict:
-    """Loads both runtimes, applies the gate (fidelity_report) and closes them, also on failure."""
-    try:
-        variant_runtime.load()
-        reference_runtime.load()
-        return fidelity_report(variant_runtime, reference_runtime, rows, min_agreement)
-    finally:
-        variant_runtime.close()
-        reference_runtime.close()
-
-
-def fidelity_report(variant_runtime, reference_runtime, rows: list[dict], min_agreement: float) -> dict:
-    """Scores every row's chosen and rejected reply, each alone, with the variant and the fp32
-    reference runtime (both loaded), and applies the gate."""
+def pair_scores(runtime, rows: list[dict]) -> dict:
+    """Every row's chosen and rejected reply scored alone by a loaded runtime."""
     missing = [r["id"] for r in rows if "rejected" not in r]
     if missing:
         raise RmbenchError(f"rows {missing[:3]} have no 'rejected' reply: rebuild the sample set")
-    chosen_pairs = [(r["prompt"], r["response"]) for r in rows]
-    rejected_pairs = [(r["prompt"], r["rejected"]) for r in rows]
-    scores = {}
-    for name, runtime in (("variant", variant_runtime), ("fp32", reference_runtime)):
-        for side, pairs in (("chosen", chosen_pairs), ("rejected", rejected_pairs)):
-            scores[name, side] = runtime.time_rows_alone(pairs, 0)["scores"]
-    found = preference_fidelity(
-        scores["variant", "chosen"],
-        scores["variant", "rejected"],
-        scores["fp32", "chosen"],
-        scores["fp32", "rejected"],
-    )
+    score = lambda side: runtime.time_rows_alone([(r["prompt"], r[side]) for r in rows], 0)["scores"]
+    return {"ids": [r["id"] for r in rows], "chosen": score("response"), "rejected": score("rejected")}
+
+
+def loaded(runtime, work):
+    """work(runtime) with the runtime loaded, closed afterwards also on failure."""
+    try:
+        runtime.load()
+        return work(runtime)
+    finally:
+        runtime.close()
+
+
+def fidelity_report(variant_runtime, fp32: dict, rows: list[dict], min_agreement: float) -> dict:
+    """Scores every row's chosen and rejected reply, each alone, with the (loaded) variant and
+    applies the gate against fp32's scores of the same rows (pair_scores of fp32 ONNX Runtime,
+    scored once per model and set by the fp32_pair_scores rule)."""
+    variant = pair_scores(variant_runtime, rows)
+    if fp32["ids"] != variant["ids"]:
+        raise RmbenchError("the fp32 pair scores are of other rows than the gate's: rerun fp32_pair_scores")
+    found = preference_fidelity(variant["chosen"], variant["rejected"], fp32["chosen"], fp32["rejected"])
     return {
-        "ids": [r["id"] for r in rows],
+        "ids": variant["ids"],
         # The variant's own scores of the chosen replies: what its launches must reproduce.
-        "scores": scores["variant", "chosen"],
-        "rejected_scores": scores["variant", "rejected"],
-        "fp32_scores": scores["fp32", "chosen"],
-        "fp32_rejected_scores": scores["fp32", "rejected"],
+        "scores": variant["chosen"],
+        "rejected_scores": variant["rejected"],
+        "fp32_scores": fp32["chosen"],
+        "fp32_rejected_scores": fp32["rejected"],
         **found,
         "min_agreement": min_agreement,
         "passed": found["preference_agreement"] >= min_agreement,

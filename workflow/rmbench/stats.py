@@ -4,6 +4,10 @@ Across launches: mean and 95% t-interval; Welch's t-test between two cells; a di
 real only when the two intervals do not overlap (the study's rule). Beside them: a bootstrap
 interval for speed-ups (resampling launches), and warnings for cells whose launches vary too
 much or drift with the order they ran in, with the launch count their variance would need.
+
+"The same speed" is a claim of its own: intervals that overlap show no difference, not its
+absence. Two one-sided tests (TOST) show equivalence within a margin when the 90% Welch interval
+of the relative difference lies inside it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ class Checks:
     half_width: float = 0.05  # target CI half-width (relative) for the launches-needed estimate
     bootstrap: int = 10000  # resamples of the bootstrap speed-up interval
     seed: int = 0
+    equivalence_margin: float = 0.03  # "the same speed": relative difference within +- this
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,46 @@ def welch_p(a, b) -> float:
     if len(a) < 2 or len(b) < 2:
         return math.nan
     return float(sps.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def difference_interval(candidate, baseline, confidence: float = 0.90) -> tuple[float, float]:
+    """Welch interval of mean(candidate) - mean(baseline), relative to mean(baseline); at 90% it
+    is the two one-sided tests at 5% each (NaN with fewer than 2 values a side)."""
+    c, b = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
+    if len(c) < 2 or len(b) < 2 or not b.mean() > 0:
+        return math.nan, math.nan
+    vc, vb = c.var(ddof=1) / len(c), b.var(ddof=1) / len(b)
+    se = math.sqrt(vc + vb)
+    if se == 0:
+        d = float(c.mean() - b.mean()) / b.mean()
+        return d, d
+    df = (vc + vb) ** 2 / (vc**2 / (len(c) - 1) + vb**2 / (len(b) - 1))
+    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
+    d = float(c.mean() - b.mean())
+    return (d - half) / float(b.mean()), (d + half) / float(b.mean())
+
+
+def equivalence_verdict(lo: float, hi: float, margin: float) -> str:
+    """'equivalent' when the difference interval lies within +-margin, else 'not shown'."""
+    if math.isnan(lo) or math.isnan(hi):
+        return "too few launches"
+    return "equivalent" if -margin < lo and hi < margin else "not shown"
+
+
+def launches_for_equivalence(candidate, baseline, margin: float, limit: int = 1000) -> float:
+    """Launches per side that would show equivalence within +-margin if the means and spreads
+    stayed as observed (limit + 1 when the observed difference itself reaches the margin)."""
+    c, b = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
+    if len(c) < 2 or len(b) < 2 or not b.mean() > 0:
+        return math.nan
+    d, scale = abs(float(c.mean() - b.mean())), margin * float(b.mean())
+    if d >= scale:
+        return float(limit + 1)
+    spread = float(c.var(ddof=1) + b.var(ddof=1))
+    for n in range(2, limit + 1):
+        if d + float(sps.t.ppf(0.95, 2 * n - 2)) * math.sqrt(spread / n) < scale:
+            return float(n)
+    return float(limit + 1)
 
 
 def latency_verdict(candidate: Interval, baseline: Interval) -> str:
@@ -188,6 +233,7 @@ def compare_latency(
                 boot_lo, boot_hi = bootstrap_speedup(
                     values[cand], values[base], checks.bootstrap, checks.seed
                 )
+                diff_lo, diff_hi = difference_interval(values[cand], values[base])
                 rows.append(
                     dict(zip(keys, key if isinstance(key, tuple) else (key,)))
                     | {
@@ -202,6 +248,12 @@ def compare_latency(
                         "speedup_boot_hi": boot_hi,
                         "welch_p": welch_p(values[cand], values[base]),
                         "verdict": latency_verdict(ci_c, ci_b),
+                        "difference_lo": diff_lo,
+                        "difference_hi": diff_hi,
+                        "equivalence": equivalence_verdict(diff_lo, diff_hi, checks.equivalence_margin),
+                        "equivalence_launches": launches_for_equivalence(
+                            values[cand], values[base], checks.equivalence_margin
+                        ),
                         "n_candidate": ci_c.n,
                         "n_baseline": ci_b.n,
                     }

@@ -278,16 +278,33 @@ def language_table(comparisons: pd.DataFrame) -> pd.DataFrame:
             "speedup_conservative",
             "welch_p",
             "verdict",
+            "difference_lo",
+            "difference_hi",
+            "equivalence",
+            "equivalence_launches",
             "n_candidate",
             "n_baseline",
         ]
     ].copy()
     out["difference_pct"] = (out["candidate_mean"] / out["baseline_mean"] - 1) * 100
+    # the 90% interval of the difference (two one-sided tests), in percent
+    out["difference_lo_pct"] = out.pop("difference_lo") * 100
+    out["difference_hi_pct"] = out.pop("difference_hi") * 100
     return out.rename(columns={"candidate_mean": "native", "baseline_mean": "ort_python"})
 
 
 def language_latex(table: pd.DataFrame, caption: str) -> str:
-    head = ["Model", "Device", "Metric", "Native ms", "ORT-Python ms", "Difference", "Welch $p$", "Verdict"]
+    head = [
+        "Model",
+        "Device",
+        "Metric",
+        "Native ms",
+        "ORT-Python ms",
+        "Difference [90\\% CI]",
+        "Welch $p$",
+        "Verdict",
+        "Equivalence",
+    ]
     body = [
         [
             r["model"],
@@ -295,13 +312,23 @@ def language_latex(table: pd.DataFrame, caption: str) -> str:
             _latex_escape(r["metric"]),
             f"{r['native']:.1f}",
             f"{r['ort_python']:.1f}",
-            f"{r['difference_pct']:+.1f}\\%",
+            f"{r['difference_pct']:+.1f}\\% [{r['difference_lo_pct']:+.1f}, {r['difference_hi_pct']:+.1f}]",
             f"{r['welch_p']:.3g}",
             r["verdict"],
+            _equivalence_cell(r),
         ]
         for _, r in table.iterrows()
     ]
-    return booktabs("lllrrrrl", head, body, caption, "tab:language")
+    return booktabs("lllrrrrll", head, body, caption, "tab:language")
+
+
+def _equivalence_cell(r) -> str:
+    """'equivalent', or 'not shown (n=40)' with the launches per side it would take at the
+    observed spread ('not shown' alone when the observed difference already exceeds the margin)."""
+    if r["equivalence"] != "not shown":
+        return r["equivalence"]
+    n = r["equivalence_launches"]
+    return f"not shown (n={n:.0f})" if n <= 1000 else "not shown"
 
 
 def simple_latex(table: pd.DataFrame, columns: dict, caption: str, label: str) -> str:
@@ -334,6 +361,25 @@ def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.Da
     ]
     keep = [k for k in ("model", "device", "set", "runtime") if k in rows]
     return rows[[*keep, "candidate", "baseline", "speedup", "speedup_conservative", "verdict", "statement"]]
+
+
+def with_padding_bound(verdicts: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """Adds to each batching verdict what padding alone would predict: `padding_only`, the
+    throughput ratio if a padded token cost what a real token costs in a row alone
+    ((1 + baseline's waste) / (1 + candidate's waste)), and `per_padded_token`, the measured
+    ratio over it (below 1: a batch costs more per padded token than its rows alone)."""
+    keys = ["model", "device", "set", "runtime"]
+    waste = summary[[*keys, "variant", "padding_waste"]]
+    side = lambda who: waste.rename(columns={"variant": who, "padding_waste": f"waste_{who}"})
+    out = verdicts.merge(side("candidate"), on=[*keys, "candidate"], how="left")
+    out = out.merge(side("baseline"), on=[*keys, "baseline"], how="left")
+    out["padding_only"] = (1 + out["waste_baseline"]) / (1 + out["waste_candidate"])
+    out["per_padded_token"] = out["speedup"] / out["padding_only"]
+    out["statement"] = [
+        s if math.isnan(p) else f"{s} (padding alone: {p:.2f}x)"
+        for s, p in zip(out["statement"], out["padding_only"])
+    ]
+    return out
 
 
 # Each service against the engines it should at least match, at the same number of clients.

@@ -66,6 +66,8 @@ rule language_table:
         "results/logs/paper/language_table.log",
     conda:
         "../../envs/analysis.yaml"
+    params:
+        margin=config["stats"]["equivalence_margin"],
     script:
         "../scripts/language_table.py"
 
@@ -112,7 +114,8 @@ rule roofline_table:
 
 rule batching_verdicts:
     input:
-        "results/tables/batching/comparisons.csv",
+        comparisons="results/tables/batching/comparisons.csv",
+        summary="results/tables/batching/summary.csv",
     output:
         "paper/tables/batching_verdicts.csv",
     log:

@@ -282,7 +282,10 @@ def native_inputs(wildcards):
 
 
 def fidelity_inputs(wildcards):
-    return scoring_inputs(wildcards) | {"fp32_onnx": onnx_file(wildcards.model, "fp32")}
+    set_name = parse_params(wildcards.params)["set"]
+    return scoring_inputs(wildcards) | {
+        "fp32_scores": f"results/fidelity/fp32/{wildcards.model}/{set_name}.json"
+    }
 
 
 def cell_inputs(wildcards):

@@ -71,6 +71,27 @@ use rule parity as parity_relative_shift with:
         "results/logs/correctness/{model}_relshift.log",
 
 
+rule fp32_pair_scores:
+    input:
+        model="results/models/{model}",
+        onnx="results/onnx/{model}/model.onnx",
+        rows="results/data/{set}.jsonl",
+        parity="results/correctness/{model}.json",
+    output:
+        "results/fidelity/fp32/{model}/{set}.json",
+    log:
+        "results/logs/fidelity/fp32/{model}_{set}.log",
+    priority: SETUP_PRIORITY
+    conda:
+        "../../envs/bench.yaml"
+    threads: threads()
+    params:
+        threads=threads(),
+        max_length=config["data"]["max_length"],
+    script:
+        "../scripts/fp32_pair_scores.py"
+
+
 rule fidelity:
     input:
         unpack(fidelity_inputs),
@@ -125,6 +146,9 @@ rule int8_sweep:
         model="results/models/{model}",
         onnx="results/onnx/{model}/model.onnx",
         rows=lambda wildcards: f"results/data/{config['quantization_sweep']['set']}.jsonl",
+        fp32_scores=lambda wildcards: "results/fidelity/fp32/{}/{}.json".format(
+            wildcards.model, config["quantization_sweep"]["set"]
+        ),
     output:
         "results/fidelity/int8_sweep/{model}/{settings}.json",
     log:

@@ -1,13 +1,13 @@
 """The fidelity gate of one reduced-precision variant: its scores of every chosen and rejected
-reply against fp32 ONNX Runtime's (rmbench.precision)."""
+reply against fp32 ONNX Runtime's (rule fp32_pair_scores; rmbench.precision)."""
 
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.cells import parse_params
 from rmbench.data import load_set
-from rmbench.glue import logged, write_json
-from rmbench.precision import run_gate
+from rmbench.glue import logged, read_json, write_json
+from rmbench.precision import fidelity_report, loaded
 from rmbench.runtimes import runtime_class, spare_torch_import
 
 with logged(snakemake.log[0]):
@@ -15,11 +15,11 @@ with logged(snakemake.log[0]):
     params = parse_params(w.params)
     options = par.options | {k: v for k, v in params.items() if k != "set"}
     options |= {"binary": inp.get("binary"), "cache_root": str(Path(par.repo, "results/inductor-cache"))}
-    spare_torch_import(w.runtime, "cpu", options)  # the fp32 reference is ORT: no PyTorch
+    spare_torch_import(w.runtime, "cpu", options)
     common = {"model_dir": inp.model, "device": "cpu", "threads": par.threads, "max_length": par.max_length}
     variant = runtime_class(w.runtime)(onnx_path=inp.onnx, options=options, **common)
-    fp32 = runtime_class("ort_python")(onnx_path=inp.fp32_onnx, **common)
-    report = run_gate(variant, fp32, load_set(inp.rows), par.fidelity["min_agreement"])
+    fp32, rows, gate = read_json(inp.fp32_scores), load_set(inp.rows), par.fidelity["min_agreement"]
+    report = loaded(variant, lambda runtime: fidelity_report(runtime, fp32, rows, gate))
     report |= {"model": w.model, "runtime": w.runtime, "params": w.params, "threads": par.threads}
     write_json(report, snakemake.output[0])
     verdict = "passed" if report["passed"] else "FAILED (its launches run; the tables mark it failed)"

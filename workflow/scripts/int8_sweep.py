@@ -1,5 +1,5 @@
 """One int8 setting of the quantization sweep: quantize the export with it (a temporary file) and
-put it through the fidelity gate against fp32 ONNX Runtime (rmbench.precision)."""
+put it through the fidelity gate against fp32 ONNX Runtime's scores (rmbench.precision)."""
 
 import tempfile
 from collections import Counter
@@ -8,8 +8,8 @@ from pathlib import Path
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 import onnx
 from rmbench.data import load_set
-from rmbench.glue import logged, write_json
-from rmbench.precision import quantize_int8, run_gate
+from rmbench.glue import logged, read_json, write_json
+from rmbench.precision import fidelity_report, loaded, quantize_int8
 from rmbench.runtimes import runtime_class
 
 INTEGER_MATMULS = ("MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat")
@@ -23,8 +23,8 @@ with logged(snakemake.log[0]):
         quantize_int8(inp.onnx, int8, **par.settings)
         ops = Counter(n.op_type for n in onnx.load(str(int8), load_external_data=False).graph.node)
         variant = runtime_class("ort_python")(onnx_path=str(int8), **common)
-        fp32 = runtime_class("ort_python")(onnx_path=inp.onnx, **common)
-        report = run_gate(variant, fp32, load_set(inp.rows), par.min_agreement)
+        fp32, rows = read_json(inp.fp32_scores), load_set(inp.rows)
+        report = loaded(variant, lambda runtime: fidelity_report(runtime, fp32, rows, par.min_agreement))
     report |= {
         "model": w.model,
         "settings": par.settings,

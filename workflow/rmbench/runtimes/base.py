@@ -11,6 +11,8 @@ import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from ..batching import PADDINGS
+
 
 class Unsupported(Exception):
     """This runtime cannot run this cell (recorded as status 'unsupported', not a failure)."""
@@ -36,6 +38,8 @@ class Runtime(ABC):
         self.threads = threads
         self.max_length = max_length
         self.options = options or {}  # runtime-specific settings, e.g. the native binary
+        # How far a batch is padded (a batching cell's `padding`); rows alone are never padded.
+        self.padding = self.choice("padding", PADDINGS, "longest")
 
     def choice(self, key: str, allowed: tuple[str, ...], default: str) -> str:
         """Option `key` (default `default`), refused with a clear error unless one of `allowed`."""

@@ -58,7 +58,7 @@ class HFEagerRuntime(Runtime):
         if self.torch.get_num_threads() != self.threads:
             # OpenMP's thread count is per calling thread: a service scores in worker threads.
             self.torch.set_num_threads(self.threads)
-        enc = encode(self.tokenizer, pairs, "pt", self.max_length).to(self.device)
+        enc = encode(self.tokenizer, pairs, "pt", self.max_length, padding=self.padding).to(self.device)
         with self.torch.inference_mode(), self.autocast():
             return self.model(**enc).logits[:, 0].float().cpu().tolist()
 

@@ -107,10 +107,9 @@ class NativeRuntime(Runtime):
         """The engine plans the same batches itself (same rules, same token lengths) and times
         them; a plan that differs from the Python one is a bug, not a measurement."""
         strategy, size, budget = batch_plan(self.options)
-        if strategy not in STRATEGIES:
-            raise Unsupported(
-                f"the native engine has no '{strategy}' batching (an experiment for the Python runtimes)"
-            )
+        if strategy not in STRATEGIES or self.padding != "longest":
+            what = f"'{strategy}' batching" if strategy not in STRATEGIES else f"padding to {self.padding}"
+            raise Unsupported(f"the native engine has no {what} (an experiment for the Python runtimes)")
         args = [
             "--batching",
             strategy.replace("_", "-"),

@@ -31,7 +31,7 @@ class OrtPythonRuntime(Runtime):
         self.session = ort_session(self.onnx_path, self.threads, self.device, self.graph)
 
     def score(self, pairs):
-        return ort_scores(self.session, self.tokenizer, pairs, self.max_length).tolist()
+        return ort_scores(self.session, self.tokenizer, pairs, self.max_length, self.padding).tolist()
 
     def describe(self) -> dict:
         import onnxruntime as ort

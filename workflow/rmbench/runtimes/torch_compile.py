@@ -76,7 +76,9 @@ class TorchCompileRuntime(HFEagerRuntime):
         return counters
 
     def score(self, pairs):
-        enc = encode(self.tokenizer, pairs, "pt", self.max_length, self.bucket or None).to(self.device)
+        enc = encode(self.tokenizer, pairs, "pt", self.max_length, self.bucket or None, self.padding).to(
+            self.device
+        )
         frames = self._counters()["frames"]["total"]
         start = time.perf_counter()
         with self.torch.inference_mode(), self.autocast():
