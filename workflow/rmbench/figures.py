@@ -65,15 +65,21 @@ def latency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> 
     )
 
 
+def _other_settings(variant: str) -> str:
+    """', padding=max_length' for 'batching~naive+batch~2+padding~max_length' ('' for none)."""
+    params = dict(part.split("~", 1) for part in variant.split("+"))
+    return "".join(f", {k}={v}" for k, v in params.items() if k not in ("batching", "batch", "token_budget"))
+
+
 def batching_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
     """Throughput against batch size, one line per strategy with its 95% CI band, one panel per
     model, device and runtime; batch size 1 (every row alone) as the dashed reference line."""
     ok = table[(table["launches_ok"] > 0) & (table["set"] == set_name)].copy()
     params = ok["variant"].str.extract(r"batching~(?P<strategy>[a-z_]+)\+batch~(?P<batch>\d+)")
     ok = ok.join(params).assign(batch=lambda t: t["batch"].astype(int))
-    # Padding to the max length is its own line (naive, padded to 512 rows is not naive)
-    to_max = ok["variant"].str.contains("padding~max_length", regex=False)
-    ok.loc[to_max, "strategy"] = ok.loc[to_max, "strategy"] + ", padded to max"
+    # A variant's other settings (padding to the max length, another export) make a line of their
+    # own: naive batches padded to 512 tokens are not the naive line. The reference stays b=1 as is.
+    ok["strategy"] = ok["strategy"] + ok["variant"].map(_other_settings)
     panels = sorted(ok.groupby(["model", "device", "runtime"]).groups)
     width = max(1, len(panels))
     fig, axes = panel_grid(1, width, 4.2, 3.4)
