@@ -38,7 +38,7 @@ class Runtime(ABC):
         self.threads = threads
         self.max_length = max_length
         self.options = options or {}  # runtime-specific settings, e.g. the native binary
-        # How far a batch is padded (a batching cell's `padding`); rows alone are never padded.
+        # How far score() pads a batch (a batching cell's `padding`; rmbench.batching.PADDINGS).
         self.padding = self.choice("padding", PADDINGS, "longest")
 
     def choice(self, key: str, allowed: tuple[str, ...], default: str) -> str:
