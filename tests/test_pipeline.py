@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ROOT
+from rmbench.decomposition import MATRIX_OPS
 
 COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", ".snakemake", "results", "__pycache__", ".pytest_cache", "tables", "figures", "build"
@@ -177,7 +178,11 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     assert (smoke_run / "paper/figures/decomposition_gap.pdf").stat().st_size > 1000
     operators = pd.read_csv(smoke_run / "paper/tables/ort_operators.csv")
     matrix = operators[operators.op_type == "matrix products"]
-    assert list(matrix.model) == ["electra"] and matrix.share.between(0.3, 1).all()
+    # a tiny model's matrix products take a host-dependent share (0.28 on an AVX-512 host, more on
+    # AVX2 ones): at least the listed matrix operators' shares, at most all of the time
+    listed = operators[operators.op_type.isin(MATRIX_OPS)].share.sum()
+    assert list(matrix.model) == ["electra"] and listed > 0
+    assert listed - 1e-9 <= matrix.share.item() <= 1
     assert operators[operators.op_type != "matrix products"].share.sum() == pytest.approx(1.0)
     gap = pd.read_csv(smoke_run / "paper/tables/decomposition_gap.csv")
     # the ORT levels' shares add up to the whole eager -> ORT gap (the transformers optimizer goes beyond it)
