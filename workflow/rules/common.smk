@@ -36,6 +36,7 @@ SETUP_PRIORITY = len(PRIORITIES) + 1
 CELL_MEM_MB = 16000
 CELL_RUNTIME_MIN = int(config["launch"]["timeout_s"] // 60) + 10
 FIDELITY_PATH = "results/fidelity/{model}/{runtime}/{params}.json"
+FP32_SCORES_PATH = "results/fidelity/fp32/{model}/{set}.json"  # what every gate compares with
 SWEEP_SETTINGS = sweep_settings(config)  # int8 settings of the quantization sweep, by name
 NATIVE_SOURCES = sorted(  # relative, so that a storage provider maps them like every other input
     os.path.relpath(p, workflow.basedir)
@@ -284,7 +285,7 @@ def native_inputs(wildcards):
 def fidelity_inputs(wildcards):
     set_name = parse_params(wildcards.params)["set"]
     return scoring_inputs(wildcards) | {
-        "fp32_scores": f"results/fidelity/fp32/{wildcards.model}/{set_name}.json"
+        "fp32_scores": FP32_SCORES_PATH.format(model=wildcards.model, set=set_name)
     }
 
 

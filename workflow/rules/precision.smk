@@ -78,7 +78,7 @@ rule fp32_pair_scores:
         rows="results/data/{set}.jsonl",
         parity="results/correctness/{model}.json",
     output:
-        "results/fidelity/fp32/{model}/{set}.json",
+        FP32_SCORES_PATH,
     log:
         "results/logs/fidelity/fp32/{model}_{set}.log",
     priority: SETUP_PRIORITY
@@ -146,8 +146,8 @@ rule int8_sweep:
         model="results/models/{model}",
         onnx="results/onnx/{model}/model.onnx",
         rows=lambda wildcards: f"results/data/{config['quantization_sweep']['set']}.jsonl",
-        fp32_scores=lambda wildcards: "results/fidelity/fp32/{}/{}.json".format(
-            wildcards.model, config["quantization_sweep"]["set"]
+        fp32_scores=lambda wildcards: FP32_SCORES_PATH.format(
+            model=wildcards.model, set=config["quantization_sweep"]["set"]
         ),
     output:
         "results/fidelity/int8_sweep/{model}/{settings}.json",
