@@ -72,3 +72,10 @@ def test_dry_run_with_a_bad_config_stops_with_the_key(tmp_path):
     )
     assert run.returncode != 0
     assert "warmup_rowz" in run.stdout + run.stderr
+
+
+def test_the_schema_offers_every_matmul_group():
+    from rmbench.precision import MATMUL_GROUPS
+
+    schema = yaml.safe_load(Path(SCHEMA).read_text())
+    assert tuple(schema["definitions"]["matmuls"]["enum"]) == MATMUL_GROUPS

@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 from rmbench.cells import check_references
 from rmbench.decomposition import (
+    batch_operator_latex,
+    batch_operator_table,
     fidelity_table,
     fp32_counterparts,
     gap_table,
@@ -26,6 +28,7 @@ from rmbench.precision import (
     preference_fidelity,
     quantize_int8,
     sweep_settings,
+    timed_settings,
 )
 from rmbench.runtimes import runtime_class
 from rmbench.tables import launch_row, step_name
@@ -106,21 +109,36 @@ def test_int8_file_has_integer_matmuls_and_scores_near_fp32(tiny_model, referenc
 INTEGER_MATMULS = {"MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}
 
 
-@pytest.mark.parametrize("group", ["ffn", "attention"])
+# Per layer: the MatMul nodes of each group, and those with a constant weight (integer ones in int8):
+# two feed-forward MatMuls (first, second); Q, K, V, output and two activation products.
+GROUP_MATMULS = {
+    "ffn": (2, 2),
+    "attention": (6, 4),
+    "ffn_in": (1, 1),
+    "ffn_out": (1, 1),
+    "attention-ffn_in": (7, 5),
+    "attention-ffn_out": (7, 5),
+}
+
+
+@pytest.mark.parametrize("group", GROUP_MATMULS)
 def test_int8_of_one_matmul_group_quantizes_that_group_only(tiny_model, tmp_path, group):
     import onnx
 
     nodes = matmul_nodes(tiny_model["onnx"], group)
     layers = tiny_model["cfg"]["layers"]
-    # two feed-forward MatMuls per layer; Q, K, V, output and the two activation products per layer
-    assert len(nodes) == {"ffn": 2, "attention": 6}[group] * layers
+    assert len(nodes) == GROUP_MATMULS[group][0] * layers
     assert matmul_nodes(tiny_model["onnx"], "all") is None  # quantize_dynamic's every-MatMul default
+    if group.startswith("ffn_"):  # the feed-forward's two halves: disjoint, together `ffn`
+        other = matmul_nodes(tiny_model["onnx"], "ffn_out" if group == "ffn_in" else "ffn_in")
+        assert not set(nodes) & set(other)
+        assert sorted(nodes + other) == sorted(matmul_nodes(tiny_model["onnx"], "ffn"))
     path = tmp_path / "model.int8.onnx"
     quantize_int8(tiny_model["onnx"], path, "qint8", per_channel=False, reduce_range=False, matmuls=group)
     ops = [node.op_type for node in onnx.load(str(path)).graph.node]
     # only the MatMuls with a constant weight become integer ones (not the two activation products)
-    assert sum(op in INTEGER_MATMULS for op in ops) == {"ffn": 2, "attention": 4}[group] * layers
-    with pytest.raises(RmbenchError, match="matmuls must be one of all, ffn, attention"):
+    assert sum(op in INTEGER_MATMULS for op in ops) == GROUP_MATMULS[group][1] * layers
+    with pytest.raises(RmbenchError, match="matmuls must be one of all, ffn, attention, ffn_in"):
         matmul_nodes(tiny_model["onnx"], "head")
 
 
@@ -170,11 +188,26 @@ def test_sweep_table_ranks_settings_and_marks_the_timed_one():
         | {"preference_agreement": 1.0, "passed": True}
         | gate,
     ]
-    table = sweep_table([r | {"min_agreement": 0.99} for r in reports], timed)
+    table = sweep_table([r | {"min_agreement": 0.99} for r in reports], [timed])
     assert list(table["matmuls"]) == ["ffn", "all"]  # best agreement first
     assert list(table["gate"]) == ["passed", "failed"] and list(table["timed"]) == [False, True]
     latex = sweep_latex(table, 0.99)
     assert "matmuls=all (timed)" in latex and r"80.0\%" in latex and "99\\% agreement" in latex
+    both = sweep_table([r | {"min_agreement": 0.99} for r in reports], [timed, timed | {"matmuls": "ffn"}])
+    assert list(both["timed"]) == [True, True]
+
+
+def test_the_timed_int8_settings_are_the_default_and_each_variants_own_group():
+    quantization = {"weight_type": "qint8", "per_channel": False, "reduce_range": False, "matmuls": "all"}
+    runtimes = {
+        "ort_python": {
+            "variants": [{"graph": "all"}, {"precision": "int8"}, {"precision": "int8", "matmuls": "ffn_in"}]
+        },
+        "native": {"variants": [{"precision": "int8", "matmuls": "ffn_in"}]},
+    }
+    config = {"quantization": quantization, "studies": {"decomposition": {"runtimes": runtimes}}}
+    assert timed_settings(config) == [quantization, quantization | {"matmuls": "ffn_in"}]
+    assert timed_settings({"quantization": quantization, "studies": {}}) == []
 
 
 def test_preference_fidelity_by_hand():
@@ -229,6 +262,14 @@ def test_variants_a_runtime_lacks_stop_the_config():
     study["models"] = ["e", "d"]
     with pytest.raises(RmbenchError, match="no fusions for DeBERTa-v3"):
         check_variants(config)
+    study["runtimes"] = {"native": {"variants": [{"precision": "int8", "matmuls": "attention"}]}}
+    check_variants(config)
+    study["runtimes"] = {"native": {"variants": [{"matmuls": "attention"}]}}
+    with pytest.raises(RmbenchError, match="give it with precision: int8"):
+        check_variants(config)
+    study["runtimes"] = {"native": {"variants": [{"precision": "int8", "matmuls": "head"}]}}
+    with pytest.raises(RmbenchError, match="variant matmuls=head is not supported"):
+        check_variants(config)
 
 
 def test_steps_name_runtime_and_variant():
@@ -237,6 +278,10 @@ def test_steps_name_runtime_and_variant():
     )
     assert fp32_counterparts("ort_python graph=all precision=int8")[1] == "ort_python graph=all"
     assert fp32_counterparts("native precision=int8") == ["native precision=fp32", "native"]
+    assert fp32_counterparts("ort_python graph=all precision=int8 matmuls=attention-ffn_in") == [
+        "ort_python graph=all precision=fp32",
+        "ort_python graph=all",
+    ]
     record = {
         "cell": {
             "study": "decomposition",
@@ -335,6 +380,39 @@ def test_the_operator_profile_splits_ort_time_by_operator_type(tiny_model):
     assert all(o["ms_per_row"] > 0 for o in profile["operators"])
     with pytest.raises(ValueError, match="none after 4 warm-up rows"):
         operator_profile(tiny_model["onnx"], tiny_model["model"], pairs_, 1, warmup=4, max_length=512)
+    batched = operator_profile(tiny_model["onnx"], tiny_model["model"], pairs_, 1, 1, 512, batch=3)
+    assert batched["rows"] == 9 and batched["batch"] == 3  # 3 runs after warm-up, 3 copies each
+    # per row: a batch of copies is not 3 times a row's time (the per-run overhead is shared)
+    per_row = sum(o["ms_per_row"] for o in batched["operators"])
+    assert 0 < per_row < 3 * sum(o["ms_per_row"] for o in profile["operators"])
+
+
+def test_batch_operator_table_by_hand():
+    def profile(batch, ms):
+        return {"batch": batch, "operators": [{"op_type": op, "ms_per_row": v} for op, v in ms.items()]}
+
+    profiles = {
+        "m": {
+            1: profile(1, {"MatMul": 6.0, "Softmax": 1.0, "Gather": 0.5}),
+            8: profile(8, {"MatMul": 6.0, "Softmax": 2.5, "Gather": 0.0, "Expand": 0.5}),
+        }
+    }
+    table = batch_operator_table(profiles)
+    rows = table.set_index("op_type")
+    # by |extra|: Softmax +1.5, then Gather -0.5 and Expand +0.5 (a batch-only operator), MatMul 0
+    assert list(table.op_type) == ["Softmax", "Gather", "Expand", "MatMul", "total"]
+    assert rows.loc["total", "ms_per_row_alone"] == 7.5 and rows.loc["total", "ms_per_row_batched"] == 9.0
+    assert rows.loc["total", "ratio"] == pytest.approx(1.2)
+    assert rows.loc["Softmax", "share_of_extra"] == pytest.approx(1.0) and rows.loc["Softmax", "ratio"] == 2.5
+    assert rows.loc["Gather", "share_of_extra"] == pytest.approx(-1 / 3) and math.isnan(
+        rows.loc["Expand", "ratio"]
+    )
+    assert bool(rows.loc["MatMul", "matrix_product"]) and not bool(rows.loc["Softmax", "matrix_product"])
+    latex = batch_operator_latex(table, top=2)
+    assert "Softmax" in latex and "Gather" in latex and "Expand" not in latex and "total" in latex
+    assert "+1.50" in latex and "batch of 8 copies" in latex
+    with pytest.raises(ValueError, match="need batch 1 and one larger"):
+        batch_operator_table({"m": {2: profiles["m"][8], 8: profiles["m"][8]}})
 
 
 def test_operator_table_keeps_the_top_types_and_sums_the_rest():
@@ -411,6 +489,9 @@ def test_onnx_file_per_variant_and_the_combination_not_built():
     for optimizer in ("transformers", "relative_shift"):
         with pytest.raises(RmbenchError, match="not built"):
             onnx_file("m", "int8", optimizer)
+    assert onnx_file("m", "int8", matmuls="attention") == "results/onnx/m/model.int8.attention.onnx"
+    with pytest.raises(RmbenchError, match="chooses what int8 quantizes"):
+        onnx_file("m", "fp32", matmuls="attention")
     config = {
         "studies": {
             "decomposition": {

@@ -55,3 +55,21 @@ def test_the_int8_sweep_gives_its_count_of_passed_settings_and_best_agreement():
     assert numbers["int8_sweep/electra/best_agreement"] == "99.5"
     assert numbers["int8_sweep/electra/worst_agreement"] == "70.0"
     assert numbers["int8_sweep/electra/best_matmuls"] == "ffn"
+
+
+def test_the_batch_operator_profile_gives_its_ratios_and_the_operator_that_adds_most():
+    from rmbench.decomposition import batch_operator_table
+
+    def profile(batch, ms):
+        return {"batch": batch, "operators": [{"op_type": op, "ms_per_row": v} for op, v in ms.items()]}
+
+    alone = {"MatMul": 6.0, "MatMulInteger": 2.0, "Softmax": 1.0}
+    batched = {"MatMul": 5.0, "MatMulInteger": 2.0, "Softmax": 4.0}
+    table = batch_operator_table({"deberta": {1: profile(1, alone), 8: profile(8, batched)}})
+    numbers = paper_numbers({"batch_operators": table}, {})
+    assert numbers["batch_operators/deberta/batch"] == "8"
+    assert numbers["batch_operators/deberta/total_ratio"] == "1.22"  # 11 / 9 ms per row
+    assert numbers["batch_operators/deberta/matrix_ratio"] == "0.88"  # 7 / 8: both matrix products
+    assert numbers["batch_operators/deberta/top_op"] == "Softmax"
+    assert numbers["batch_operators/deberta/top_extra_ms"] == "3.00"
+    assert numbers["batch_operators/deberta/top_share"] == "150"  # of the +2 ms: Softmax +3, MatMul -1

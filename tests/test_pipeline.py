@@ -128,6 +128,15 @@ def test_every_study_has_its_table(smoke_run):
     shifted = verdicts[verdicts.candidate.str.contains("optimizer~relative_shift")]
     assert len(shifted) == 1 and (shifted.padding_only == 1).all()  # repeat: no padding
     assert (smoke_run / "paper/figures/batching.pdf").stat().st_size > 1000
+    # ORT's profile of the first rows alone and as batches of 4 copies (operator_profile)
+    operators = pd.read_csv(smoke_run / "paper/tables/batch_operators.csv")
+    total = operators[operators.op_type == "total"].set_index("model")
+    assert list(total.index) == ["electra"] and (operators.batch == 4).all()
+    assert (total.ms_per_row_alone > 0).all() and (total.ms_per_row_batched > 0).all()
+    ops = operators[operators.op_type != "total"]
+    assert ops.extra_ms_per_row.sum() == pytest.approx(total.extra_ms_per_row.item())
+    assert ops[ops.matrix_product].op_type.isin(MATRIX_OPS).all() and ops.matrix_product.any()
+    assert r"\label{tab:batch-operators}" in (smoke_run / "paper/tables/batch_operators.tex").read_text()
     concurrency = pd.read_csv(smoke_run / "paper/tables/concurrency.csv")
     # ORT-Python x 4 smoke variants, native its default's own 6, eager 2, fastapi 2, batching server 3
     assert len(concurrency) == 4 + 6 + 2 + 2 + 3 and (concurrency.launches_ok == 2).all()
@@ -156,9 +165,11 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
         "ort_python graph=all",
         "ort_python graph=all optimizer=transformers",
         "ort_python graph=all precision=int8",
+        "ort_python graph=all precision=int8 matmuls=attention",
         "ort_python graph=all optimizer=relative_shift",
         "native precision=fp32",
         "native precision=int8",
+        "native precision=int8 matmuls=attention",
         "native precision=fp32 optimizer=relative_shift",
     }
     # every launch ok: reduced precision reproduced its own gated scores, fp32 the reference
@@ -168,7 +179,9 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     assert set(fidelity.step) == {
         "hf_eager precision=bf16",
         "ort_python graph=all precision=int8",
+        "ort_python graph=all precision=int8 matmuls=attention",
         "native precision=int8",
+        "native precision=int8 matmuls=attention",
     }
     assert (
         fidelity.gate.isin(["passed", "failed"]).all() and fidelity.preference_agreement.between(0, 1).all()
@@ -198,18 +211,25 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
 
 def test_int8_sweep_gates_every_setting_and_agrees_with_the_timed_file(smoke_run):
     sweep = pd.read_csv(smoke_run / "paper/tables/int8_sweep.csv")
-    assert list(sweep.model) == ["electra"] * 2 and set(sweep.matmuls) == {"all", "ffn"}
+    assert list(sweep.model) == ["electra"] * 3 and set(sweep.matmuls) == {"all", "ffn", "attention"}
     assert (sweep.pairs == 12).all() and (
         (sweep.preference_agreement >= 0.99) == (sweep.gate == "passed")
     ).all()
-    ffn, timed = sweep.set_index("matmuls").loc["ffn"], sweep.set_index("matmuls").loc["all"]
-    assert ffn.quantized_matmuls == 4 and timed.quantized_matmuls >= 12  # 2 layers: the FFN's 2 of 6 each
-    # the timed setting is the decomposition's int8 file: the same quantizer, the same gate numbers
+    settings = sweep.set_index("matmuls")
+    # 2 layers: the FFN's 2 and attention's 4 MatMuls with a weight each, all of them and the head's
+    assert settings.loc["ffn"].quantized_matmuls == 4 and settings.loc["attention"].quantized_matmuls == 8
+    assert settings.loc["all"].quantized_matmuls >= 12
+    # the timed settings are the decomposition's int8 files (the default's, and one variant's own
+    # group): the same quantizer, the same gate numbers
     fidelity = pd.read_csv(smoke_run / "paper/tables/fidelity.csv").set_index("step")
-    assert timed.timed and not ffn.timed
-    gated = fidelity.loc["ort_python graph=all precision=int8"]
-    assert timed.preference_agreement == gated.preference_agreement
-    assert timed.mean_abs_delta == pytest.approx(gated.mean_abs_delta, rel=1e-6)
+    assert list(settings.timed[["all", "attention", "ffn"]]) == [True, True, False]
+    for matmuls, step in (
+        ("all", "ort_python graph=all precision=int8"),
+        ("attention", "ort_python graph=all precision=int8 matmuls=attention"),
+    ):
+        gated = fidelity.loc[step]
+        assert settings.loc[matmuls].preference_agreement == gated.preference_agreement
+        assert settings.loc[matmuls].mean_abs_delta == pytest.approx(gated.mean_abs_delta, rel=1e-6)
     assert "(timed)" in (smoke_run / "paper/tables/int8_sweep.tex").read_text()
 
 

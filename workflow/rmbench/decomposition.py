@@ -50,8 +50,10 @@ def with_param(step: str, key: str, value: str) -> str:
 
 
 def fp32_counterparts(step: str) -> list[str]:
-    """The names the same runtime and settings may have in fp32, in order of preference:
-    'native precision=int8' -> ['native precision=fp32', 'native']."""
+    """The names the same runtime and settings may have in fp32, in order of preference (an int8
+    step's MatMul group has no fp32 meaning): 'native precision=int8 matmuls=attention' ->
+    ['native precision=fp32', 'native']."""
+    step = re.sub(r" matmuls=\S+", "", step)
     return [re.sub(r"precision=\w+", "precision=fp32", step), re.sub(r" precision=\w+", "", step)]
 
 
@@ -152,16 +154,23 @@ MATRIX_OPS = {
 
 
 def operator_profile(
-    onnx_path: Path, model_dir: Path, pairs: list[tuple[str, str]], threads: int, warmup: int, max_length: int
+    onnx_path: Path,
+    model_dir: Path,
+    pairs: list[tuple[str, str]],
+    threads: int,
+    warmup: int,
+    max_length: int,
+    batch: int = 1,
 ) -> dict:
-    """Each pair scored alone by ORT (graph level all) with its profiler on; the kernel time of
-    every operator after `warmup` runs, summed by operator type. Profiling slows every operator a
+    """Each pair scored by ORT (graph level all) with its profiler on, alone or (`batch` > 1) as a
+    batch of that many copies of itself (no padding); the kernel time of every operator after
+    `warmup` runs, summed by operator type, per row scored. Profiling slows every operator a
     little, so this gives shares, not latencies (those come from the study's launches)."""
     tokenizer = load_tokenizer(model_dir)
     with tempfile.TemporaryDirectory() as tmp:
         session = ort_session(onnx_path, threads, profile_prefix=str(Path(tmp) / "ort"))
         for pair in pairs:
-            ort_scores(session, tokenizer, [pair], max_length)
+            ort_scores(session, tokenizer, [pair] * batch, max_length)
         events = json.loads(Path(session.end_profiling()).read_text())
     runs = sorted((e for e in events if e.get("name") == "model_run"), key=lambda e: e["ts"])
     if len(runs) <= warmup:
@@ -171,9 +180,10 @@ def operator_profile(
     for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and e["ts"] >= after_warmup:
             by_type[e["args"]["op_name"]] += e["dur"]
-    total, measured = sum(by_type.values()), len(runs) - warmup
+    total, measured = sum(by_type.values()), (len(runs) - warmup) * batch
     return {
         "rows": measured,
+        "batch": batch,
         "threads": threads,
         "operators": [
             {"op_type": op, "ms_per_row": us / 1000 / measured, "share": us / total}
@@ -210,6 +220,93 @@ def operator_table(profiles: dict[str, dict], top: int = 6) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["model", "op_type", "ms_per_row", "share"])
+
+
+def batch_operator_table(profiles: dict[str, dict[int, dict]]) -> pd.DataFrame:
+    """Per model and operator type, ORT's kernel time per row with each row alone and in a batch of
+    copies of itself (`profiles`: model -> batch size -> operator_profile): the ratio, the extra
+    milliseconds per row the batch costs (negative: saves), and that as a share of the whole
+    difference; a 'total' row per model. Where a batch without padding is no faster per row, this
+    says which operators keep it so."""
+    rows = []
+    for model, by_batch in sorted(profiles.items()):
+        (alone, one), (size, batched) = sorted(by_batch.items())
+        if alone != 1:
+            raise ValueError(
+                f"{model}: batch operator profiles need batch 1 and one larger, not {sorted(by_batch)}"
+            )
+        ms = {
+            b: {o["op_type"]: o["ms_per_row"] for o in p["operators"]} for b, p in ((1, one), (size, batched))
+        }
+        totals = {b: sum(ops.values()) for b, ops in ms.items()}
+        extra_total = totals[size] - totals[1]
+        for op in sorted(
+            ms[1].keys() | ms[size].keys(), key=lambda o: -abs(ms[size].get(o, 0) - ms[1].get(o, 0))
+        ):
+            alone_ms, batch_ms = ms[1].get(op, 0.0), ms[size].get(op, 0.0)
+            rows.append(
+                {
+                    "model": model,
+                    "op_type": op,
+                    "batch": size,
+                    "ms_per_row_alone": alone_ms,
+                    "ms_per_row_batched": batch_ms,
+                    "ratio": batch_ms / alone_ms if alone_ms else math.nan,
+                    "extra_ms_per_row": batch_ms - alone_ms,
+                    "share_of_extra": (batch_ms - alone_ms) / extra_total if extra_total else math.nan,
+                    "matrix_product": op in MATRIX_OPS,
+                }
+            )
+        rows.append(
+            {
+                "model": model,
+                "op_type": "total",
+                "batch": size,
+                "ms_per_row_alone": totals[1],
+                "ms_per_row_batched": totals[size],
+                "ratio": totals[size] / totals[1],
+                "extra_ms_per_row": extra_total,
+                "share_of_extra": 1.0 if extra_total else math.nan,
+                "matrix_product": False,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def batch_operator_latex(table: pd.DataFrame, top: int = 5) -> str:
+    """The `top` operator types by |extra ms| per model, and the total."""
+    shown = pd.concat(
+        part
+        for _, group in table.groupby("model")
+        for part in (group[group["op_type"] != "total"].head(top), group[group["op_type"] == "total"])
+    )
+    shown = shown.assign(
+        alone=[f"{m:.2f}" for m in shown["ms_per_row_alone"]],
+        batched=[f"{m:.2f}" for m in shown["ms_per_row_batched"]],
+        ratio=["--" if math.isnan(r) else f"{r:.2f}x" for r in shown["ratio"]],
+        extra=[f"{m:+.2f}" for m in shown["extra_ms_per_row"]],
+        share=["--" if math.isnan(s) else fmt_pct(s) for s in shown["share_of_extra"]],
+    )
+    caption = (
+        f"Where a CPU batch without padding spends its time: ONNX Runtime's kernel time per row (ms, from "
+        f"its profiler) with each row alone and as a batch of {int(table['batch'].iloc[0])} copies of itself, "
+        f"the operator types whose time per row changes most ({top} per model), and each one's share of "
+        "the whole change. Profiling slows every operator a little: read the differences."
+    )
+    return simple_latex(
+        shown,
+        {
+            "model": "Model",
+            "op_type": "Operator",
+            "alone": "Alone",
+            "batched": "Batched",
+            "ratio": "Ratio",
+            "extra": "Extra ms",
+            "share": "Of the change",
+        },
+        caption,
+        "tab:batch-operators",
+    )
 
 
 def operator_latex(table: pd.DataFrame) -> str:
@@ -355,15 +452,15 @@ def fidelity_latex(fidelity: pd.DataFrame, min_agreement: float) -> str:
     return simple_latex(shown, columns, caption, "tab:fidelity")
 
 
-def sweep_table(reports: list[dict], timed: dict) -> pd.DataFrame:
+def sweep_table(reports: list[dict], timed: list[dict]) -> pd.DataFrame:
     """One row per model and int8 setting of the quantization sweep: the fidelity gate's numbers,
-    how many MatMuls the setting quantized, and whether it is the setting the decomposition study
-    times (config `quantization`)."""
+    how many MatMuls the setting quantized, and whether it is one the decomposition study times
+    (rmbench.precision.timed_settings)."""
     rows = [
         {"model": r["model"], **r["settings"]}
         | {k: r[k] for k in ("quantized_matmuls", "pairs", "preference_agreement", "flipped")}
         | {k: r[k] for k in ("mean_abs_delta", "max_abs_delta", "fp32_median_margin", "min_agreement")}
-        | {"gate": "passed" if r["passed"] else "failed", "timed": r["settings"] == timed}
+        | {"gate": "passed" if r["passed"] else "failed", "timed": r["settings"] in timed}
         for r in reports
     ]
     return pd.DataFrame(rows).sort_values(["model", "preference_agreement"], ascending=[True, False])
@@ -392,7 +489,7 @@ def sweep_latex(sweep: pd.DataFrame, min_agreement: float) -> str:
         "Which int8 settings keep fp32's preferences: ONNX Runtime's dynamic quantization with each "
         "weight type, per-channel and reduced-range option, of every MatMul with a constant weight or "
         "only the feed-forward or attention ones, through the fidelity gate against fp32 ONNX Runtime "
-        f"(below {100 * min_agreement:g}\\% agreement: failed). Not timed; the decomposition study times "
-        "the setting marked (timed)."
+        f"(below {100 * min_agreement:g}\\% agreement: failed). Not timed here; the decomposition study "
+        "times the settings marked (timed)."
     )
     return simple_latex(shown, columns, caption, "tab:int8-sweep")

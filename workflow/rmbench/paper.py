@@ -74,6 +74,31 @@ def sweep_numbers(table: pd.DataFrame) -> dict[str, str]:
     return numbers
 
 
+def batch_operator_numbers(table: pd.DataFrame) -> dict[str, str]:
+    """batch_operators/<model>/<name>: a batch's time per row against a row alone (total, and the
+    matrix products together), and the operator type that adds the most with its share."""
+    numbers = {}
+    for model, rows in table.groupby("model"):
+        ops = rows[rows["op_type"] != "total"]
+        total = rows[rows["op_type"] == "total"].iloc[0]
+        matrix = ops[ops["matrix_product"].astype(bool)]
+        top = ops.loc[ops["extra_ms_per_row"].idxmax()]
+        key = f"batch_operators/{model}"
+        numbers |= {
+            f"{key}/batch": str(int(total["batch"])),
+            f"{key}/total_ratio": _format(total["ratio"], 2),
+            f"{key}/extra_ms": _format(total["extra_ms_per_row"], 2),
+            f"{key}/matrix_ratio": _format(
+                matrix["ms_per_row_batched"].sum() / matrix["ms_per_row_alone"].sum(), 2
+            ),
+            f"{key}/top_op": str(top["op_type"]),
+            f"{key}/top_ratio": _format(top["ratio"], 2),
+            f"{key}/top_extra_ms": _format(top["extra_ms_per_row"], 2),
+            f"{key}/top_share": _format(100 * top["share_of_extra"], 0),
+        }
+    return {k: v for k, v in numbers.items() if v}
+
+
 def _format(value, digits: int) -> str | None:
     if isinstance(value, str):
         return value or None
@@ -85,10 +110,16 @@ def _format(value, digits: int) -> str | None:
 def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]) -> dict[str, str]:
     """key -> LaTeX text for every metric, interval, speed-up and verdict of every study table
     on its headline set (launch counts too, so the text can say how many)."""
+    # tables that are not launch statistics, and what each says
+    derived = {
+        "fidelity": fidelity_numbers,
+        "int8_sweep": sweep_numbers,
+        "batch_operators": batch_operator_numbers,
+    }
     numbers = {}
     for study, table in tables.items():
-        if study in ("fidelity", "int8_sweep"):  # gates, not launch statistics
-            numbers |= (fidelity_numbers if study == "fidelity" else sweep_numbers)(table)
+        if study in derived:
+            numbers |= derived[study](table)
             continue
         rows = table[table["set"] == headline_sets[study]]
         for _, row in rows.iterrows():

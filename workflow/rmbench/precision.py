@@ -22,6 +22,18 @@ from .errors import RmbenchError
 from .export import GRAPH_LEVELS
 from .runtimes.hf_eager import EAGER_KERNELS, TORCH_PRECISIONS
 
+# Which MatMuls an int8 file quantizes, by the exporter's node names (transformers' module paths,
+# e.g. /electra/encoder/layer.0/intermediate/dense/MatMul): every one with a constant weight, or
+# parts of each layer joined by '-': the attention projections (Q, K, V and output), the
+# feed-forward's first (intermediate) and second (output) MatMul; `ffn` is both of those.
+MATMUL_PARTS = {
+    "attention": lambda name: "/attention/" in name,
+    "ffn_in": lambda name: "/attention/" not in name and "/intermediate/" in name,
+    "ffn_out": lambda name: "/attention/" not in name and "/output/dense/" in name,
+}
+MATMUL_GROUPS = ("all", "ffn", "attention", "ffn_in", "ffn_out", "attention-ffn_in", "attention-ffn_out")
+
+
 # What each runtime of the decomposition study takes, by variant key. `optimizer: transformers`
 # loads the file after onnxruntime.transformers' fusions (rule optimize_onnx), `optimizer:
 # relative_shift` the export with DeBERTa's relative attention as a diagonal shift (rule
@@ -35,20 +47,38 @@ VARIANT_VALUES = {
         "precision": ("fp32", "int8"),
         "graph": GRAPH_LEVELS,
         "optimizer": ONNX_OPTIMIZERS,
+        "matmuls": MATMUL_GROUPS,
     },
-    "native": {"precision": ("fp32", "int8"), "optimizer": ONNX_OPTIMIZERS},
+    "native": {"precision": ("fp32", "int8"), "optimizer": ONNX_OPTIMIZERS, "matmuls": MATMUL_GROUPS},
 }
 
 
-def onnx_file(model: str, precision: str = "fp32", optimizer: str = "none") -> str:
-    """The ONNX file a cell loads: the export, its int8 copy, its transformers-optimized copy, or
+def onnx_file(
+    model: str, precision: str = "fp32", optimizer: str = "none", matmuls: str | None = None
+) -> str:
+    """The ONNX file a cell loads: the export, its int8 copy (`quantization`'s settings, or those
+    with another group of MatMuls: model.int8.<matmuls>.onnx), its transformers-optimized copy, or
     the relative-shift export."""
     if precision not in ("fp32", "int8") or optimizer not in ONNX_OPTIMIZERS:
         raise RmbenchError(f"no ONNX file for precision {precision} with optimizer {optimizer}")
     if precision == "int8" and optimizer != "none":
         raise RmbenchError(f"int8 of the {optimizer} file is not built (quantize the export instead)")
+    if matmuls is not None and precision != "int8":
+        raise RmbenchError(f"matmuls={matmuls} chooses what int8 quantizes; this file is {precision}")
     suffix = {"int8": ".int8", "fp32": ""}[precision] + OPTIMIZER_SUFFIX[optimizer]
-    return f"results/onnx/{model}/model{suffix}.onnx"
+    return f"results/onnx/{model}/model{suffix}{'' if matmuls is None else '.' + matmuls}.onnx"
+
+
+def timed_settings(config: dict) -> list[dict]:
+    """The int8 settings the decomposition study times: `quantization`, with the MatMul group of
+    each int8 variant that names its own."""
+    study = config["studies"].get("decomposition") or {}
+    variants = [v for cfg in study.get("runtimes", {}).values() for v in cfg.get("variants") or []]
+    groups = {v.get("matmuls") for v in variants if v.get("precision") == "int8"}
+    return [
+        config["quantization"] | ({} if group is None else {"matmuls": group})
+        for group in sorted(groups, key=str)
+    ]
 
 
 def check_variants(config: dict) -> None:
@@ -59,6 +89,11 @@ def check_variants(config: dict) -> None:
     for runtime, cfg in study["runtimes"].items():
         allowed = VARIANT_VALUES[runtime]
         for variant in cfg.get("variants") or study.get("variants") or [{}]:
+            if "matmuls" in variant and variant.get("precision") != "int8":
+                raise RmbenchError(
+                    f"studies.decomposition.runtimes.{runtime}: matmuls={variant['matmuls']} chooses "
+                    "which MatMuls int8 quantizes; give it with precision: int8"
+                )
             if variant.get("precision") == "int8" and variant.get("optimizer", "none") != "none":
                 raise RmbenchError(
                     f"studies.decomposition.runtimes.{runtime}: int8 with optimizer "
@@ -80,16 +115,6 @@ def check_variants(config: dict) -> None:
                     )
 
 
-# Which MatMuls an int8 file quantizes, by the exporter's node names (transformers' module paths,
-# e.g. /electra/encoder/layer.0/intermediate/dense/MatMul): every one with a constant weight, the
-# feed-forward pair of each layer, or the attention projections (Q, K, V and output).
-MATMUL_GROUPS = {
-    "all": lambda name: True,
-    "ffn": lambda name: "/attention/" not in name and ("/intermediate/" in name or "/output/dense/" in name),
-    "attention": lambda name: "/attention/" in name,
-}
-
-
 def matmul_nodes(onnx_path, matmuls: str) -> list[str] | None:
     """The MatMul nodes of group `matmuls` (None: every one, quantize_dynamic's default)."""
     if matmuls not in MATMUL_GROUPS:
@@ -98,8 +123,9 @@ def matmul_nodes(onnx_path, matmuls: str) -> list[str] | None:
         return None
     import onnx
 
+    parts = [MATMUL_PARTS[part] for part in ("ffn_in-ffn_out" if matmuls == "ffn" else matmuls).split("-")]
     graph = onnx.load(str(onnx_path), load_external_data=False).graph
-    nodes = [n.name for n in graph.node if n.op_type == "MatMul" and MATMUL_GROUPS[matmuls](n.name)]
+    nodes = [n.name for n in graph.node if n.op_type == "MatMul" and any(part(n.name) for part in parts)]
     if not nodes:
         raise RmbenchError(
             f"{onnx_path} has no MatMul named like the {matmuls} group (exported by another tool?)"

@@ -128,6 +128,24 @@ rule batching_verdicts:
         "../scripts/batching_verdicts.py"
 
 
+rule batch_operators_table:
+    input:
+        unpack(batch_operator_inputs),
+    output:
+        csv=report(
+            "paper/tables/batch_operators.csv",
+            caption="../report/derived_table.rst",
+            category="Tables",
+        ),
+        tex="paper/tables/batch_operators.tex",
+    log:
+        "results/logs/paper/batch_operators_table.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/batch_operators_table.py"
+
+
 rule concurrency_verdicts:
     input:
         comparisons="results/tables/concurrency/comparisons.csv",
@@ -235,11 +253,11 @@ rule paper_numbers:
     input:
         expand("paper/tables/{study}.csv", study=enabled_studies()),
         (["paper/tables/fidelity.csv"] if "decomposition" in enabled_studies() else []),
-        (
-            ["paper/tables/int8_sweep.csv"]
-            if "paper/tables/int8_sweep.tex" in study_outputs()
-            else []
-        ),
+        [
+            f"paper/tables/{table}.csv"
+            for table in ("int8_sweep", "batch_operators")
+            if f"paper/tables/{table}.tex" in study_outputs()
+        ],
     output:
         "paper/tables/numbers.tex",
     log:

@@ -19,7 +19,13 @@ from rmbench.cells import (
     parse_params,
 )
 from rmbench.figures import FIGURES
-from rmbench.precision import check_variants, onnx_file, sweep_settings
+from rmbench.precision import (
+    MATMUL_GROUPS,
+    check_variants,
+    onnx_file,
+    sweep_settings,
+    timed_settings,
+)
 from rmbench.tables import STUDIES, step_name
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -53,6 +59,7 @@ wildcard_constraints:
     runtime=r"[a-z_]+",
     params=r"[^/]+",
     launch=r"\d+",
+    matmuls="|".join(map(re.escape, MATMUL_GROUPS)),
 
 
 def model_cfg(name):
@@ -143,6 +150,8 @@ def study_outputs():
             outputs.append("paper/tables/roofline.tex")
     if "batching" in enabled_studies():
         outputs += ["paper/figures/batching.pdf", "paper/tables/batching_verdicts.csv"]
+        if batch_operator_inputs(None):
+            outputs.append("paper/tables/batch_operators.tex")
     if "concurrency" in enabled_studies():
         outputs += ["paper/figures/concurrency.pdf", "paper/tables/concurrency_verdicts.csv"]
     if "decomposition" in enabled_studies():
@@ -183,6 +192,21 @@ def decomposition_inputs(wildcards):
             "results/decomposition/operators/{model}.json", model=study["models"]
         )
     return inputs
+
+
+def batch_operator_inputs(wildcards):
+    """ORT's operator profiles per model of the batching study, rows alone and batched (on the CPU,
+    where `operator_profile` is configured); none otherwise."""
+    study = config["studies"]["batching"]
+    batch = study.get("operator_profile", {}).get("batch")
+    if not batch or "cpu" not in study["devices"]:
+        return {}
+    return {
+        f"b{size}": expand(
+            "results/batching/operators/{model}/b{size}.json", model=study["models"], size=size
+        )
+        for size in (1, batch)
+    }
 
 
 def figure_studies():
@@ -256,15 +280,20 @@ def precision_of(wildcards):
 
 def scoring_inputs(wildcards):
     """The model, rows, ONNX file and gates a scoring job needs: its variant's ONNX file (int8:
-    the quantized copy, optimizer: the transformers-optimized one or the relative-shift export;
+    the quantized copy, of its own group of MatMuls if it names one; optimizer: the transformers-optimized one or the relative-shift export;
     bf16 runs in torch), behind the fp32 parity gate."""
-    set_name = parse_params(wildcards.params)["set"]
+    params = parse_params(wildcards.params)
     precision = precision_of(wildcards)
-    optimizer = parse_params(wildcards.params).get("optimizer", "none")
+    optimizer = params.get("optimizer", "none")
     inputs = {
         "model": f"results/models/{wildcards.model}",
-        "rows": f"results/data/{set_name}.jsonl",
-        "onnx": onnx_file(wildcards.model, "int8" if precision == "int8" else "fp32", optimizer),
+        "rows": f"results/data/{params['set']}.jsonl",
+        "onnx": onnx_file(
+            wildcards.model,
+            "int8" if precision == "int8" else "fp32",
+            optimizer,
+            params.get("matmuls"),
+        ),
         "parity": f"results/correctness/{wildcards.model}.json",
     }
     if optimizer == "relative_shift":  # another export: its own parity gate too

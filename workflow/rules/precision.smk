@@ -21,6 +21,17 @@ rule quantize_onnx:
         "../scripts/quantize_onnx.py"
 
 
+# An int8 copy with `quantization`'s settings but another group of MatMuls (a decomposition variant
+# with its own `matmuls`: a setting the quantization sweep found to keep fp32's preferences).
+use rule quantize_onnx as quantize_onnx_matmuls with:
+    output:
+        "results/onnx/{model}/model.int8.{matmuls}.onnx",
+    log:
+        "results/logs/onnx/{model}_int8_{matmuls}.log",
+    params:
+        quantization=lambda wildcards: config["quantization"] | {"matmuls": wildcards.matmuls},
+
+
 rule optimize_onnx:
     input:
         onnx="results/onnx/{model}/model.onnx",
@@ -135,9 +146,33 @@ rule ort_operators:
         rows=config["studies"]["decomposition"].get("rows", 0),
         warmup=config["launch"]["warmup_rows"],
         max_length=config["data"]["max_length"],
+        batch=1,
         repo=workflow.basedir,
     script:
         "../scripts/ort_operators.py"
+
+
+# The batching study's question: why is a CPU batch no faster per row than its rows alone? The
+# same profile over the batching set's first rows, each alone (batch 1) and as a batch of copies
+# of itself (no padding): which operators cost more per row in a batch.
+use rule ort_operators as batch_operators with:
+    input:
+        onnx="results/onnx/{model}/model.onnx",
+        model="results/models/{model}",
+        rows=lambda wildcards: "results/data/{}.jsonl".format(
+            config["studies"]["batching"]["sets"][0]
+        ),
+    output:
+        "results/batching/operators/{model}/b{batch}.json",
+    log:
+        "results/logs/batching/operators_{model}_b{batch}.log",
+    params:
+        threads=threads(),
+        rows=config["studies"]["batching"].get("operator_profile", {}).get("rows", 0),
+        warmup=config["launch"]["warmup_rows"],
+        max_length=config["data"]["max_length"],
+        batch=lambda wildcards: int(wildcards.batch),
+        repo=workflow.basedir,
 
 
 # The quantization sweep: which int8 settings keep fp32's preferences (gated, not timed).
@@ -186,7 +221,7 @@ rule int8_sweep_table:
     conda:
         "../../envs/bench.yaml"
     params:
-        timed=config["quantization"],
+        timed=timed_settings(config),
         min_agreement=config["fidelity"]["min_agreement"],
     script:
         "../scripts/int8_sweep_table.py"
