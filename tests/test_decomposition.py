@@ -14,6 +14,7 @@ from rmbench.decomposition import (
     fp32_counterparts,
     gap_table,
     operator_profile,
+    operator_profiles,
     operator_table,
 )
 from rmbench.errors import RmbenchError
@@ -380,11 +381,15 @@ def test_the_operator_profile_splits_ort_time_by_operator_type(tiny_model):
     assert all(o["ms_per_row"] > 0 for o in profile["operators"])
     with pytest.raises(ValueError, match="none after 4 warm-up rows"):
         operator_profile(tiny_model["onnx"], tiny_model["model"], pairs_, 1, warmup=4, max_length=512)
-    batched = operator_profile(tiny_model["onnx"], tiny_model["model"], pairs_, 1, 1, 512, batch=3)
-    assert batched["rows"] == 9 and batched["batch"] == 3  # 3 runs after warm-up, 3 copies each
+    # each row alone and as 3 copies in turn: each run counted for its own batch size
+    both = operator_profiles(tiny_model["onnx"], tiny_model["model"], pairs_, 1, 1, 512, (1, 3))
+    assert both[1]["rows"] == 3 and both[3]["rows"] == 9 and both[3]["batch"] == 3
+    for found in both.values():  # a run takes its kernels' time and some more
+        assert found["run_ms_per_row"] > sum(o["ms_per_row"] for o in found["operators"])
+    assert {o["op_type"] for o in both[1]["operators"]} == set(shares)  # the same graph
     # per row: a batch of copies is not 3 times a row's time (the per-run overhead is shared)
-    per_row = sum(o["ms_per_row"] for o in batched["operators"])
-    assert 0 < per_row < 3 * sum(o["ms_per_row"] for o in profile["operators"])
+    per_row = {b: sum(o["ms_per_row"] for o in p["operators"]) for b, p in both.items()}
+    assert 0 < per_row[3] < 3 * per_row[1]
 
 
 def test_batch_operator_table_by_hand():
@@ -392,15 +397,20 @@ def test_batch_operator_table_by_hand():
         return {"batch": batch, "operators": [{"op_type": op, "ms_per_row": v} for op, v in ms.items()]}
 
     profiles = {
-        "m": {
+        ("m", "none"): {
             1: profile(1, {"MatMul": 6.0, "Softmax": 1.0, "Gather": 0.5}),
             8: profile(8, {"MatMul": 6.0, "Softmax": 2.5, "Gather": 0.0, "Expand": 0.5}),
-        }
+        },
+        ("m", "relative_shift"): {
+            1: profile(1, {"MatMul": 6.0}) | {"run_ms_per_row": 6.5},
+            8: profile(8, {"MatMul": 6.0}) | {"run_ms_per_row": 7.8},
+        },
     }
     table = batch_operator_table(profiles)
-    rows = table.set_index("op_type")
-    # by |extra|: Softmax +1.5, then Gather -0.5 and Expand +0.5 (a batch-only operator), MatMul 0
-    assert list(table.op_type) == ["Softmax", "Gather", "Expand", "MatMul", "total"]
+    stock = table[table.optimizer == "none"]
+    rows = stock.set_index("op_type")
+    # by |extra| (ties by name): Softmax +1.5, Expand +0.5 (a batch-only operator), Gather -0.5, MatMul 0
+    assert list(stock.op_type) == ["Softmax", "Expand", "Gather", "MatMul", "total"]
     assert rows.loc["total", "ms_per_row_alone"] == 7.5 and rows.loc["total", "ms_per_row_batched"] == 9.0
     assert rows.loc["total", "ratio"] == pytest.approx(1.2)
     assert rows.loc["Softmax", "share_of_extra"] == pytest.approx(1.0) and rows.loc["Softmax", "ratio"] == 2.5
@@ -408,11 +418,19 @@ def test_batch_operator_table_by_hand():
         rows.loc["Expand", "ratio"]
     )
     assert bool(rows.loc["MatMul", "matrix_product"]) and not bool(rows.loc["Softmax", "matrix_product"])
+    # an export whose batch changes nothing: ratio 1, no share of a zero change
+    shifted = table[table.optimizer == "relative_shift"].set_index("op_type")
+    assert shifted.loc["total", "ratio"] == 1.0 and math.isnan(shifted.loc["total", "share_of_extra"])
+    # the whole session.run where profiled (between the kernels: 0.5 ms alone, 1.8 ms batched)
+    assert list(shifted.index) == ["MatMul", "total", "session run"] and "session run" not in list(
+        stock.op_type
+    )
+    assert shifted.loc["session run", "ratio"] == pytest.approx(1.2)
     latex = batch_operator_latex(table, top=2)
-    assert "Softmax" in latex and "Gather" in latex and "Expand" not in latex and "total" in latex
-    assert "+1.50" in latex and "batch of 8 copies" in latex
+    assert "Softmax" in latex and "Expand" in latex and "Gather" not in latex and "total" in latex
+    assert "+1.50" in latex and "batch of 8 copies" in latex and "relative shift" in latex
     with pytest.raises(ValueError, match="need batch 1 and one larger"):
-        batch_operator_table({"m": {2: profiles["m"][8], 8: profiles["m"][8]}})
+        batch_operator_table({("m", "none"): {2: profile(2, {}), 8: profile(8, {})}})
 
 
 def test_operator_table_keeps_the_top_types_and_sums_the_rest():

@@ -65,8 +65,15 @@ def test_the_batch_operator_profile_gives_its_ratios_and_the_operator_that_adds_
 
     alone = {"MatMul": 6.0, "MatMulInteger": 2.0, "Softmax": 1.0}
     batched = {"MatMul": 5.0, "MatMulInteger": 2.0, "Softmax": 4.0}
-    table = batch_operator_table({"deberta": {1: profile(1, alone), 8: profile(8, batched)}})
+    table = batch_operator_table(
+        {
+            ("deberta", "none"): {1: profile(1, alone), 8: profile(8, batched)},
+            ("deberta", "relative_shift"): {1: profile(1, alone), 8: profile(8, alone)},
+        }
+    )
     numbers = paper_numbers({"batch_operators": table}, {})
+    assert numbers["batch_operators/deberta/optimizer=relative_shift/total_ratio"] == "1.00"
+    assert "batch_operators/deberta/run_ratio" not in numbers  # not profiled here
     assert numbers["batch_operators/deberta/batch"] == "8"
     assert numbers["batch_operators/deberta/total_ratio"] == "1.22"  # 11 / 9 ms per row
     assert numbers["batch_operators/deberta/matrix_ratio"] == "0.88"  # 7 / 8: both matrix products

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ROOT
-from rmbench.decomposition import MATRIX_OPS
+from rmbench.decomposition import MATRIX_OPS, SESSION_RUN
 
 COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", ".snakemake", "results", "__pycache__", ".pytest_cache", "tables", "figures", "build"
@@ -128,13 +128,18 @@ def test_every_study_has_its_table(smoke_run):
     shifted = verdicts[verdicts.candidate.str.contains("optimizer~relative_shift")]
     assert len(shifted) == 1 and (shifted.padding_only == 1).all()  # repeat: no padding
     assert (smoke_run / "paper/figures/batching.pdf").stat().st_size > 1000
-    # ORT's profile of the first rows alone and as batches of 4 copies (operator_profile)
+    # ORT's profile of the first rows alone and as batches of 4 copies (operator_profile), in the
+    # stock export and the relative-shift one (the default's optimizers)
     operators = pd.read_csv(smoke_run / "paper/tables/batch_operators.csv")
-    total = operators[operators.op_type == "total"].set_index("model")
-    assert list(total.index) == ["electra"] and (operators.batch == 4).all()
+    total = operators[operators.op_type == "total"].set_index("optimizer")
+    assert set(total.model) == {"electra"} and set(total.index) == {"none", "relative_shift"}
+    assert (operators.batch == 4).all()
     assert (total.ms_per_row_alone > 0).all() and (total.ms_per_row_batched > 0).all()
-    ops = operators[operators.op_type != "total"]
-    assert ops.extra_ms_per_row.sum() == pytest.approx(total.extra_ms_per_row.item())
+    ops = operators[~operators.op_type.isin(["total", SESSION_RUN]) & (operators.optimizer == "none")]
+    assert ops.extra_ms_per_row.sum() == pytest.approx(total.extra_ms_per_row["none"])
+    # the whole session.run per row: at least its kernels' time
+    run = operators[operators.op_type == SESSION_RUN].set_index("optimizer")
+    assert (run.ms_per_row_alone >= total.ms_per_row_alone).all() and (run.ratio > 0).all()
     assert ops[ops.matrix_product].op_type.isin(MATRIX_OPS).all() and ops.matrix_product.any()
     assert r"\label{tab:batch-operators}" in (smoke_run / "paper/tables/batch_operators.tex").read_text()
     concurrency = pd.read_csv(smoke_run / "paper/tables/concurrency.csv")

@@ -18,6 +18,7 @@ From the decomposition study's statistics (one step = one runtime x variant):
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -154,43 +155,64 @@ MATRIX_OPS = {
 
 
 def operator_profile(
+    onnx_path: Path, model_dir: Path, pairs: list[tuple[str, str]], threads: int, warmup: int, max_length: int
+) -> dict:
+    """Each pair scored alone by ORT (graph level all) with its profiler on; the kernel time of
+    every operator after `warmup` rows, summed by operator type, per row. Profiling slows every
+    operator a little, so this gives shares, not latencies (those come from the study's launches)."""
+    return operator_profiles(onnx_path, model_dir, pairs, threads, warmup, max_length, (1,))[1]
+
+
+def operator_profiles(
     onnx_path: Path,
     model_dir: Path,
     pairs: list[tuple[str, str]],
     threads: int,
     warmup: int,
     max_length: int,
-    batch: int = 1,
-) -> dict:
-    """Each pair scored by ORT (graph level all) with its profiler on, alone or (`batch` > 1) as a
-    batch of that many copies of itself (no padding); the kernel time of every operator after
-    `warmup` runs, summed by operator type, per row scored. Profiling slows every operator a
-    little, so this gives shares, not latencies (those come from the study's launches)."""
+    batches: tuple[int, ...],
+) -> dict[int, dict]:
+    """operator_profile per batch size: each pair scored as a batch of b copies of itself (no
+    padding) for every b in `batches` in turn, in one session, so that the machine's drift falls on
+    every batch size alike; each run's operators are counted for its batch size, per row scored."""
     tokenizer = load_tokenizer(model_dir)
     with tempfile.TemporaryDirectory() as tmp:
         session = ort_session(onnx_path, threads, profile_prefix=str(Path(tmp) / "ort"))
         for pair in pairs:
-            ort_scores(session, tokenizer, [pair] * batch, max_length)
+            for batch in batches:
+                ort_scores(session, tokenizer, [pair] * batch, max_length)
         events = json.loads(Path(session.end_profiling()).read_text())
     runs = sorted((e for e in events if e.get("name") == "model_run"), key=lambda e: e["ts"])
-    if len(runs) <= warmup:
+    if len(runs) <= warmup * len(batches):
         raise ValueError(f"operator profile: {len(runs)} runs recorded, none after {warmup} warm-up rows")
-    after_warmup = runs[warmup - 1]["ts"] + runs[warmup - 1]["dur"] if warmup else 0
-    by_type: Counter = Counter()
-    for e in events:
-        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and e["ts"] >= after_warmup:
-            by_type[e["args"]["op_name"]] += e["dur"]
-    total, measured = sum(by_type.values()), (len(runs) - warmup) * batch
-    return {
-        "rows": measured,
-        "batch": batch,
-        "threads": threads,
-        "operators": [
-            {"op_type": op, "ms_per_row": us / 1000 / measured, "share": us / total}
-            for op, us in by_type.most_common()
-        ],
-        "matrix_share": sum(us for op, us in by_type.items() if op in MATRIX_OPS) / total,
+    starts = [run["ts"] for run in runs]
+    counted = range(warmup * len(batches), len(runs))
+    run_us = {
+        batch: sum(runs[i]["dur"] for i in counted if batches[i % len(batches)] == batch) for batch in batches
     }
+    by_type: dict[int, Counter] = {batch: Counter() for batch in batches}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            run = bisect.bisect_right(starts, e["ts"]) - 1  # the run this kernel ran in
+            if run >= warmup * len(batches):
+                by_type[batches[run % len(batches)]][e["args"]["op_name"]] += e["dur"]
+    rows = len(runs) // len(batches) - warmup
+    profiles = {}
+    for batch, times in by_type.items():
+        total, measured = sum(times.values()), rows * batch
+        profiles[batch] = {
+            "rows": measured,
+            "batch": batch,
+            "threads": threads,
+            # the whole session.run (kernels and what runs between them), per row
+            "run_ms_per_row": run_us[batch] / 1000 / measured,
+            "operators": [
+                {"op_type": op, "ms_per_row": us / 1000 / measured, "share": us / total}
+                for op, us in times.most_common()
+            ],
+            "matrix_share": sum(us for op, us in times.items() if op in MATRIX_OPS) / total,
+        }
+    return profiles
 
 
 def operator_table(profiles: dict[str, dict], top: int = 6) -> pd.DataFrame:
@@ -222,14 +244,30 @@ def operator_table(profiles: dict[str, dict], top: int = 6) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "op_type", "ms_per_row", "share"])
 
 
-def batch_operator_table(profiles: dict[str, dict[int, dict]]) -> pd.DataFrame:
-    """Per model and operator type, ORT's kernel time per row with each row alone and in a batch of
-    copies of itself (`profiles`: model -> batch size -> operator_profile): the ratio, the extra
-    milliseconds per row the batch costs (negative: saves), and that as a share of the whole
-    difference; a 'total' row per model. Where a batch without padding is no faster per row, this
-    says which operators keep it so."""
+SESSION_RUN = "session run"  # the batch operator table's row for the whole session.run, not one operator
+
+
+def _operator_change(op_type: str, alone_ms: float, batch_ms: float, extra_total: float) -> dict:
+    return {
+        "op_type": op_type,
+        "ms_per_row_alone": alone_ms,
+        "ms_per_row_batched": batch_ms,
+        "ratio": batch_ms / alone_ms if alone_ms else math.nan,
+        "extra_ms_per_row": batch_ms - alone_ms,
+        "share_of_extra": (batch_ms - alone_ms) / extra_total if extra_total else math.nan,
+        "matrix_product": op_type in MATRIX_OPS,
+    }
+
+
+def batch_operator_table(profiles: dict[tuple[str, str], dict[int, dict]]) -> pd.DataFrame:
+    """Per model, export (`optimizer`) and operator type, ORT's kernel time per row with each row
+    alone and in a batch of copies of itself (`profiles`: (model, optimizer) -> operator_profiles
+    of batch sizes 1 and one more): the ratio, the extra milliseconds per row the batch costs (negative: saves),
+    and that as a share of the whole difference; a 'total' row per model and export (the kernels'
+    sum) and, where profiled, a 'session run' row (the whole session.run). Where a batch without
+    padding is no faster per row, this says which operators keep it so."""
     rows = []
-    for model, by_batch in sorted(profiles.items()):
+    for (model, optimizer), by_batch in sorted(profiles.items()):
         (alone, one), (size, batched) = sorted(by_batch.items())
         if alone != 1:
             raise ValueError(
@@ -238,49 +276,33 @@ def batch_operator_table(profiles: dict[str, dict[int, dict]]) -> pd.DataFrame:
         ms = {
             b: {o["op_type"]: o["ms_per_row"] for o in p["operators"]} for b, p in ((1, one), (size, batched))
         }
-        totals = {b: sum(ops.values()) for b, ops in ms.items()}
-        extra_total = totals[size] - totals[1]
-        for op in sorted(
-            ms[1].keys() | ms[size].keys(), key=lambda o: -abs(ms[size].get(o, 0) - ms[1].get(o, 0))
-        ):
-            alone_ms, batch_ms = ms[1].get(op, 0.0), ms[size].get(op, 0.0)
-            rows.append(
-                {
-                    "model": model,
-                    "op_type": op,
-                    "batch": size,
-                    "ms_per_row_alone": alone_ms,
-                    "ms_per_row_batched": batch_ms,
-                    "ratio": batch_ms / alone_ms if alone_ms else math.nan,
-                    "extra_ms_per_row": batch_ms - alone_ms,
-                    "share_of_extra": (batch_ms - alone_ms) / extra_total if extra_total else math.nan,
-                    "matrix_product": op in MATRIX_OPS,
-                }
-            )
-        rows.append(
-            {
-                "model": model,
-                "op_type": "total",
-                "batch": size,
-                "ms_per_row_alone": totals[1],
-                "ms_per_row_batched": totals[size],
-                "ratio": totals[size] / totals[1],
-                "extra_ms_per_row": extra_total,
-                "share_of_extra": 1.0 if extra_total else math.nan,
-                "matrix_product": False,
-            }
+        extra_total = sum(ms[size].values()) - sum(ms[1].values())
+        key = {"model": model, "optimizer": optimizer, "batch": size}
+        ops = sorted(
+            ms[1].keys() | ms[size].keys(), key=lambda o: (-abs(ms[size].get(o, 0) - ms[1].get(o, 0)), o)
         )
+        rows += [
+            key | _operator_change(op, ms[1].get(op, 0.0), ms[size].get(op, 0.0), extra_total) for op in ops
+        ]
+        rows.append(key | _operator_change("total", sum(ms[1].values()), sum(ms[size].values()), extra_total))
+        if "run_ms_per_row" in one:  # the session's whole run: kernels and the time between them
+            run = _operator_change(SESSION_RUN, one["run_ms_per_row"], batched["run_ms_per_row"], math.nan)
+            rows.append(key | run | {"share_of_extra": math.nan})
     return pd.DataFrame(rows)
 
 
 def batch_operator_latex(table: pd.DataFrame, top: int = 5) -> str:
-    """The `top` operator types by |extra ms| per model, and the total."""
+    """The `top` operator types by |extra ms| per model and export, and the total."""
     shown = pd.concat(
         part
-        for _, group in table.groupby("model")
-        for part in (group[group["op_type"] != "total"].head(top), group[group["op_type"] == "total"])
+        for _, group in table.groupby(["model", "optimizer"])
+        for part in (
+            group[~group["op_type"].isin(["total", SESSION_RUN])].head(top),
+            group[group["op_type"].isin(["total", SESSION_RUN])],
+        )
     )
     shown = shown.assign(
+        export=["stock" if o == "none" else o.replace("_", " ") for o in shown["optimizer"]],
         alone=[f"{m:.2f}" for m in shown["ms_per_row_alone"]],
         batched=[f"{m:.2f}" for m in shown["ms_per_row_batched"]],
         ratio=["--" if math.isnan(r) else f"{r:.2f}x" for r in shown["ratio"]],
@@ -290,13 +312,17 @@ def batch_operator_latex(table: pd.DataFrame, top: int = 5) -> str:
     caption = (
         f"Where a CPU batch without padding spends its time: ONNX Runtime's kernel time per row (ms, from "
         f"its profiler) with each row alone and as a batch of {int(table['batch'].iloc[0])} copies of itself, "
-        f"the operator types whose time per row changes most ({top} per model), and each one's share of "
-        "the whole change. Profiling slows every operator a little: read the differences."
+        f"the operator types whose time per row changes most ({top} per model and export: the stock one, or "
+        "DeBERTa's relative attention as a diagonal shift), and each one's share of the whole change. "
+        "One profiled pass each: a few percent of an operator's time is noise, and profiling slows every "
+        "operator a little: read the differences. Total: the kernels' sum; session run: all of "
+        "\\texttt{session.run}."
     )
     return simple_latex(
         shown,
         {
             "model": "Model",
+            "export": "Export",
             "op_type": "Operator",
             "alone": "Alone",
             "batched": "Batched",

@@ -11,6 +11,7 @@ import math
 
 import pandas as pd
 
+from .decomposition import SESSION_RUN
 from .tables import STUDIES, variant_label
 
 # Digits shown per metric (anything else: 2).
@@ -75,18 +76,21 @@ def sweep_numbers(table: pd.DataFrame) -> dict[str, str]:
 
 
 def batch_operator_numbers(table: pd.DataFrame) -> dict[str, str]:
-    """batch_operators/<model>/<name>: a batch's time per row against a row alone (total, and the
-    matrix products together), and the operator type that adds the most with its share."""
+    """batch_operators/<model>[/optimizer=<export>]/<name>: a batch's time per row against a row
+    alone (total, and the matrix products together), and the operator type that adds the most with
+    its share."""
     numbers = {}
-    for model, rows in table.groupby("model"):
-        ops = rows[rows["op_type"] != "total"]
+    for (model, optimizer), rows in table.groupby(["model", "optimizer"]):
+        ops = rows[~rows["op_type"].isin(["total", SESSION_RUN])]
         total = rows[rows["op_type"] == "total"].iloc[0]
+        run = rows[rows["op_type"] == SESSION_RUN]
         matrix = ops[ops["matrix_product"].astype(bool)]
         top = ops.loc[ops["extra_ms_per_row"].idxmax()]
-        key = f"batch_operators/{model}"
+        key = f"batch_operators/{model}" + ("" if optimizer == "none" else f"/optimizer={optimizer}")
         numbers |= {
             f"{key}/batch": str(int(total["batch"])),
             f"{key}/total_ratio": _format(total["ratio"], 2),
+            f"{key}/run_ratio": _format(run["ratio"].iloc[0], 2) if len(run) else None,
             f"{key}/extra_ms": _format(total["extra_ms_per_row"], 2),
             f"{key}/matrix_ratio": _format(
                 matrix["ms_per_row_batched"].sum() / matrix["ms_per_row_alone"].sum(), 2

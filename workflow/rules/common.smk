@@ -21,6 +21,7 @@ from rmbench.cells import (
 from rmbench.figures import FIGURES
 from rmbench.precision import (
     MATMUL_GROUPS,
+    ONNX_OPTIMIZERS,
     check_variants,
     onnx_file,
     sweep_settings,
@@ -60,6 +61,7 @@ wildcard_constraints:
     params=r"[^/]+",
     launch=r"\d+",
     matmuls="|".join(map(re.escape, MATMUL_GROUPS)),
+    optimizer="|".join(ONNX_OPTIMIZERS),
 
 
 def model_cfg(name):
@@ -198,14 +200,15 @@ def batch_operator_inputs(wildcards):
     """ORT's operator profiles per model of the batching study, rows alone and batched (on the CPU,
     where `operator_profile` is configured); none otherwise."""
     study = config["studies"]["batching"]
-    batch = study.get("operator_profile", {}).get("batch")
-    if not batch or "cpu" not in study["devices"]:
+    profile = study.get("operator_profile", {})
+    if not profile.get("batch") or "cpu" not in study["devices"]:
         return {}
     return {
-        f"b{size}": expand(
-            "results/batching/operators/{model}/b{size}.json", model=study["models"], size=size
+        "profiles": expand(
+            "results/batching/operators/{model}/{optimizer}.json",
+            model=study["models"],
+            optimizer=profile["optimizers"],
         )
-        for size in (1, batch)
     }
 
 

@@ -146,33 +146,39 @@ rule ort_operators:
         rows=config["studies"]["decomposition"].get("rows", 0),
         warmup=config["launch"]["warmup_rows"],
         max_length=config["data"]["max_length"],
-        batch=1,
         repo=workflow.basedir,
     script:
         "../scripts/ort_operators.py"
 
 
-# The batching study's question: why is a CPU batch no faster per row than its rows alone? The
-# same profile over the batching set's first rows, each alone (batch 1) and as a batch of copies
-# of itself (no padding): which operators cost more per row in a batch.
-use rule ort_operators as batch_operators with:
+# The batching study's question: why is a CPU batch no faster per row than its rows alone? ORT's
+# profile of the batching set's first rows, each alone and as a batch of copies of itself (no
+# padding), taken in turn in one session: which operators cost more per row in a batch, in the
+# stock export or another (optimizer: relative_shift).
+rule batch_operators:
     input:
-        onnx="results/onnx/{model}/model.onnx",
+        onnx=lambda wildcards: onnx_file(wildcards.model, "fp32", wildcards.optimizer),
         model="results/models/{model}",
         rows=lambda wildcards: "results/data/{}.jsonl".format(
             config["studies"]["batching"]["sets"][0]
         ),
     output:
-        "results/batching/operators/{model}/b{batch}.json",
+        "results/batching/operators/{model}/{optimizer}.json",
     log:
-        "results/logs/batching/operators_{model}_b{batch}.log",
+        "results/logs/batching/operators_{model}_{optimizer}.log",
+    conda:
+        "../../envs/bench.yaml"
+    # A measurement: the machine to itself, as every launch.
+    threads: all_cores
     params:
         threads=threads(),
         rows=config["studies"]["batching"].get("operator_profile", {}).get("rows", 0),
+        batch=config["studies"]["batching"].get("operator_profile", {}).get("batch", 0),
         warmup=config["launch"]["warmup_rows"],
         max_length=config["data"]["max_length"],
-        batch=lambda wildcards: int(wildcards.batch),
         repo=workflow.basedir,
+    script:
+        "../scripts/batch_operators.py"
 
 
 # The quantization sweep: which int8 settings keep fp32's preferences (gated, not timed).

@@ -7,16 +7,15 @@ from rmbench.glue import logged, read_json
 
 with logged(snakemake.log[0]):
     profiles = {}
-    for path in snakemake.input:  # every model, alone and batched
-        profile = read_json(path)
-        profiles.setdefault(profile["model"], {})[profile["batch"]] = profile
+    for path in snakemake.input:  # every model and export
+        found = read_json(path)
+        profiles[found["model"], found["optimizer"]] = {int(b): p for b, p in found["profiles"].items()}
     table = batch_operator_table(profiles)
     table.to_csv(snakemake.output.csv, index=False)
     with open(snakemake.output.tex, "w") as f:
         f.write(batch_operator_latex(table))
-    for model, rows in table[table["op_type"] == "total"].groupby("model"):
-        total = rows.iloc[0]
+    for total in table[table["op_type"] == "total"].itertuples():
         print(
-            f"{model}: {total.ms_per_row_alone:.2f} ms per row alone, {total.ms_per_row_batched:.2f} in batches "
+            f"{total.model} ({total.optimizer}): {total.ms_per_row_alone:.2f} ms per row alone, {total.ms_per_row_batched:.2f} in batches "
             f"of {total.batch} ({total.ratio:.2f}x)"
         )

@@ -1,5 +1,4 @@
-"""Where ONNX Runtime's time goes for one model, by operator type (its own profiler): each row
-alone, or as a batch of copies of itself (params.batch)."""
+"""Where ONNX Runtime's time goes for one model, by operator type (its own profiler)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.data import load_set
@@ -15,11 +14,10 @@ with logged(snakemake.log[0]):
     rows = rows[: par.warmup + par.rows] if par.rows else rows  # the study's rows, as its launches
     pairs = [(r["prompt"], r["response"]) for r in rows]
     print(
-        f"profiling {snakemake.wildcards.model}: {len(pairs)} rows ({par.warmup} warm-up) in batches of "
-        f"{par.batch} copies, {par.threads} threads"
+        f"profiling {snakemake.wildcards.model}: {len(pairs)} rows ({par.warmup} warm-up), {par.threads} threads"
     )
     profile = operator_profile(
-        snakemake.input.onnx, snakemake.input.model, pairs, par.threads, par.warmup, par.max_length, par.batch
+        snakemake.input.onnx, snakemake.input.model, pairs, par.threads, par.warmup, par.max_length
     )
     top = ", ".join(f"{o['op_type']} {100 * o['share']:.1f}%" for o in profile["operators"][:4])
     print(f"matrix products {100 * profile['matrix_share']:.1f}% of operator time; {top}")
