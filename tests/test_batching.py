@@ -48,6 +48,7 @@ def batching_launch(tiny_model, rows, reference, runtime, binary=None, **variant
         {"batching": "naive", "batch": 4},
         {"batching": "length_aware", "batch": 4},
         {"batching": "token_budget", "batch": 4, "token_budget": 300},
+        {"batching": "waste_bound", "batch": 4, "max_waste": 0.5},
     ],
 )
 def test_batched_scores_come_back_in_row_order(tiny_model, rows, reference, binary, runtime, variant):
@@ -70,13 +71,26 @@ def test_length_aware_pads_less_than_naive(rows):
 
 
 def test_batch_plan_reads_cell_parameters():
-    assert batch_plan({"batching": "naive", "batch": "8"}) == ("naive", 8, 4096)
+    assert batch_plan({"batching": "naive", "batch": "8"}) == ("naive", 8, 4096, 0.02)
     assert batch_plan({"batching": "token_budget", "batch": "8", "token_budget": "512"}) == (
         "token_budget",
         8,
         512,
+        0.02,
     )
-    assert batch_plan({}) == ("none", 1, 4096)
+    assert batch_plan({"batching": "waste_bound", "batch": "8", "max_waste": "0.1"})[3] == 0.1
+    assert batch_plan({}) == ("none", 1, 4096, 0.02)
+
+
+def test_waste_bound_batches_only_rows_of_nearly_one_length():
+    lengths = [100, 98, 60, 61, 200]
+    # sorted 60, 61, 98, 100, 200: 2 x 61 = 122 <= 1.02 x 121; 3 x 98 > 1.02 x 219 -> new batch;
+    # 2 x 100 <= 1.02 x 198; 3 x 200 > 1.02 x 398 -> new batch (as native/tests/test_native.cpp)
+    assert make_batches(lengths, "waste_bound", 8, max_waste=0.02) == [[2, 3], [1, 0], [4]]
+    assert make_batches(lengths, "waste_bound", 8, max_waste=0.0) == [[2], [3], [1], [0], [4]]
+    assert make_batches(lengths, "waste_bound", 1, max_waste=10.0) == [[2], [3], [1], [0], [4]]  # size bound
+    many = make_batches(lengths, "waste_bound", 8, max_waste=10.0)
+    assert many == [[2, 3, 1, 0, 4]] and padding_waste(lengths, many) <= 10.0
 
 
 def test_verdict_list_reads_like_the_paper():

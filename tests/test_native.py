@@ -190,11 +190,17 @@ def test_batches_match_the_python_strategies(binary, tiny_model):
     pairs = [split_dialogue(d["chosen"]) for d in generate_split(8, 37)]
     runtime = native_runtime(tiny_model, binary)
     lengths = [len(t["input_ids"]) for t in native_tokens(binary, tiny_model["model"], pairs)]
-    for strategy, size in (("none", 1), ("naive", 4), ("length_aware", 8), ("token_budget", 8)):
-        native = runtime.run(
-            pairs, "--batching", strategy, "--batch-size", str(size), "--token-budget", "2048"
-        )
-        assert native["batches"] == make_batches(lengths, strategy, size, 2048), strategy
+    plans = [("none", 1, 0.02), ("naive", 4, 0.02), ("length_aware", 8, 0.02), ("token_budget", 8, 0.02)]
+    plans += [("waste_bound", 8, waste) for waste in (0.0, 0.1, 0.3, 1.0)]  # from no batch to most
+    bounded = set()
+    for strategy, size, waste in plans:
+        args = ["--batch-size", str(size), "--token-budget", "2048", "--max-waste", repr(waste)]
+        native = runtime.run(pairs, "--batching", strategy, *args)
+        assert native["batches"] == make_batches(lengths, strategy, size, 2048, waste), (strategy, waste)
+        if strategy == "waste_bound":
+            bounded.add(len(native["batches"]))
+            assert padding_waste(lengths, native["batches"]) <= waste + 1e-12
+    assert len(bounded) > 1  # the bound changes the batches
     assert padding_waste(lengths, make_batches(lengths, "length_aware", 8)) < padding_waste(
         lengths, make_batches(lengths, "naive", 8)
     )

@@ -33,8 +33,10 @@ constexpr const char* kUsage = R"(usage: rmscore --model FILE --tokenizer DIR --
   --threads N                  intra-op threads (default 0 = ONNX Runtime's choice)
   --warmup N                   untimed warm-up batches first (default 3)
   --batch-size N               rows per batch (default 1)
-  --batching S                 none | naive | length-aware | token-budget (default none)
+  --batching S                 none | naive | length-aware | token-budget | waste-bound (default none)
   --token-budget N             rows x longest length per batch, token-budget only (default 4096)
+  --max-waste F                padded tokens over real ones at most 1+F per batch, waste-bound only
+                               (default 0.02)
   --concurrency N              client threads sending batches at once (default 1)
   --instances shared|independent   one engine for all clients, or one each (default shared)
   --zero-copy on|off           tensors over our buffers, or copied into ORT's (default on)
@@ -57,6 +59,7 @@ struct Options {
   size_t warmup = 3, batch_size = 1, token_budget = 4096, concurrency = 1, max_length = 512, repeat = 5;
   size_t word_cache = kDefaultWordCache;
   Strategy batching = Strategy::none;
+  double max_waste = 0.02;
   bool independent = false, tokenize_only = false, wait_for_go = false;
 };
 
@@ -74,6 +77,16 @@ size_t count(const std::string& flag, const std::string& value, size_t minimum) 
   } catch (const std::exception&) {
   }
   throw Error(ExitCode::usage, flag + " takes an integer >= " + std::to_string(minimum) + ", not '" + value + "'");
+}
+
+double fraction(const std::string& flag, const std::string& value) {
+  try {
+    size_t pos = 0;
+    double v = std::stod(value, &pos);
+    if (pos == value.size() && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw Error(ExitCode::usage, flag + " takes a number >= 0, not '" + value + "'");
 }
 
 Options parse(int argc, char** argv) {
@@ -102,6 +115,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--batch-size") o.batch_size = count(flag, v, 1);
     else if (flag == "--batching") o.batching = parse_strategy(v);
     else if (flag == "--token-budget") o.token_budget = count(flag, v, 1);
+    else if (flag == "--max-waste") o.max_waste = fraction(flag, v);
     else if (flag == "--concurrency") o.concurrency = count(flag, v, 1);
     else if (flag == "--instances") {
       if (v != "shared" && v != "independent") throw Error(ExitCode::usage, "--instances takes shared|independent");
@@ -208,7 +222,7 @@ json score_rows(Ort::Env& env, const Tokenizer& tok, const std::vector<Row>& row
   // Batches are planned on token lengths (counted once, untimed: it decides grouping only).
   std::vector<size_t> lengths;
   for (const auto& r : rows) lengths.push_back(tok.encode_pair(r.prompt, r.response, o.max_length).size());
-  auto batches = make_batches(lengths, o.batching, o.batch_size, o.token_budget);
+  auto batches = make_batches(lengths, o.batching, o.batch_size, o.token_budget, o.max_waste);
 
   struct RowResult {
     float score = 0;
@@ -300,7 +314,7 @@ int main(int argc, char** argv) {
         {"options",
          {{"device", o.engine.device}, {"intra_op_threads", o.engine.intra_op_threads}, {"inter_op_threads", 1},
           {"warmup", o.warmup}, {"batch_size", o.batch_size}, {"batching", strategy_name(o.batching)},
-          {"token_budget", o.token_budget}, {"concurrency", o.concurrency},
+          {"token_budget", o.token_budget}, {"max_waste", o.max_waste}, {"concurrency", o.concurrency},
           {"instances", o.independent ? "independent" : "shared"}, {"wait_for_go", o.wait_for_go}, {"zero_copy", o.engine.zero_copy},
           {"prealloc", o.engine.preallocate}, {"io_binding", o.engine.uses_io_binding()},
           {"max_length", o.max_length}, {"word_cache", o.word_cache}}},

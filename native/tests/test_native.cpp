@@ -51,16 +51,22 @@ static void test_truncation() {
 
 static void test_batching() {
   std::vector<size_t> lengths = {50, 10, 40, 20, 30};
-  auto none = make_batches(lengths, Strategy::none, 4, 0);
+  auto none = make_batches(lengths, Strategy::none, 4, 0, 0.0);
   CHECK(none.size() == 5 && none[0] == std::vector<size_t>({0}));
-  auto naive = make_batches(lengths, Strategy::naive, 2, 0);
+  auto naive = make_batches(lengths, Strategy::naive, 2, 0, 0.0);
   CHECK(naive.size() == 3 && naive[0] == std::vector<size_t>({0, 1}) && naive[2] == std::vector<size_t>({4}));
-  auto sorted = make_batches(lengths, Strategy::length_aware, 2, 0);
+  auto sorted = make_batches(lengths, Strategy::length_aware, 2, 0, 0.0);
   CHECK(sorted.size() == 3 && sorted[0] == std::vector<size_t>({1, 3}) && sorted[1] == std::vector<size_t>({4, 2}));
-  auto budget = make_batches(lengths, Strategy::token_budget, 8, 80);
+  auto budget = make_batches(lengths, Strategy::token_budget, 8, 80, 0.0);
   // sorted 10,20,30,40,50: [10,20,30] costs 3x30=90>80 -> [10,20] (40), [30,40] (80), [50]
   CHECK(budget.size() == 3 && budget[0] == std::vector<size_t>({1, 3}) && budget[1] == std::vector<size_t>({4, 2}));
   CHECK(budget[2] == std::vector<size_t>({0}));
+  // sorted 60,61,98,100,200 with 2% waste: 2x61=122 <= 1.02x121; 3x98=294 > 1.02x219 -> new;
+  // 2x100=200 <= 1.02x198; 3x200 > 1.02x398 -> new
+  std::vector<size_t> close = {100, 98, 60, 61, 200};
+  auto bounded = make_batches(close, Strategy::waste_bound, 8, 0, 0.02);
+  CHECK(bounded.size() == 3 && bounded[0] == std::vector<size_t>({2, 3}) && bounded[1] == std::vector<size_t>({1, 0}));
+  CHECK(make_batches(close, Strategy::waste_bound, 8, 0, 0.0).size() == 5);  // no waste: every length differs
   bool threw = false;
   try {
     parse_strategy("greedy");

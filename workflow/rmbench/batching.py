@@ -6,6 +6,10 @@ same rules (tests/test_native.py proves both give the same batches).
   length_aware: rows sorted by token length (stable), batch_size at a time
   token_budget: rows sorted by token length (stable); each batch filled while
                 rows x longest length <= token_budget and rows <= batch_size
+  waste_bound:  rows sorted by token length (stable); each batch filled while its padded
+                tokens stay within (1 + max_waste) x its real tokens and rows <= batch_size: a
+                batch only where the rows' lengths nearly agree (on a CPU a batch gains little,
+                so the padding it may cost is bounded instead of the tokens)
   repeat:       every row as a batch of batch_size copies of itself: batching without any
                 padding, so a batch's cost per row against the row alone is the batch effect
                 itself (Python runtimes only; an experiment, not a serving strategy)
@@ -22,14 +26,20 @@ from __future__ import annotations
 
 import time
 
-STRATEGIES = ("none", "naive", "length_aware", "token_budget")  # the native engine's too
+STRATEGIES = ("none", "naive", "length_aware", "token_budget", "waste_bound")  # the native engine's too
 REPEAT = "repeat"
 DEFAULT_TOKEN_BUDGET = 4096  # the native engine's default too
+DEFAULT_MAX_WASTE = 0.02  # the native engine's default too
+SORTED = ("length_aware", "token_budget", "waste_bound")
 PADDINGS = ("longest", "max_length")
 
 
 def make_batches(
-    lengths: list[int], strategy: str, batch_size: int, token_budget: int = 0
+    lengths: list[int],
+    strategy: str,
+    batch_size: int,
+    token_budget: int = 0,
+    max_waste: float = DEFAULT_MAX_WASTE,
 ) -> list[list[int]]:
     """Groups row indices into batches (scores are put back in arrival order by the caller)."""
     if strategy == REPEAT:
@@ -39,16 +49,21 @@ def make_batches(
     order = list(range(len(lengths)))
     if strategy == "none":
         batch_size = 1
-    if strategy in ("length_aware", "token_budget"):
+    if strategy in SORTED:
         order.sort(key=lambda i: lengths[i])  # stable: ties keep arrival order
     batches: list[list[int]] = []
+    real = 0  # the last batch's real tokens
     for i in order:
         fits = bool(batches) and len(batches[-1]) < batch_size
         if fits and strategy == "token_budget":
             fits = (len(batches[-1]) + 1) * lengths[i] <= token_budget  # sorted: row i is the longest
+        if fits and strategy == "waste_bound":  # the same expression as the native engine's
+            fits = (len(batches[-1]) + 1) * lengths[i] <= (1.0 + max_waste) * (real + lengths[i])
         if not fits:
+            real = 0
             batches.append([])
         batches[-1].append(i)
+        real += lengths[i]
     return batches
 
 
@@ -60,11 +75,12 @@ def padding_waste(lengths: list[int], batches: list[list[int]], pad_to: int | No
     return (padded - real) / real if real else 0.0
 
 
-def batch_plan(options: dict) -> tuple[str, int, int]:
-    """(strategy, batch size, token budget) of a batching cell, from its parameters
-    (batching~naive+batch~8, and token_budget~N for token_budget)."""
+def batch_plan(options: dict) -> tuple[str, int, int, float]:
+    """(strategy, batch size, token budget, max waste) of a batching cell, from its parameters
+    (batching~naive+batch~8, token_budget~N for token_budget, max_waste~F for waste_bound)."""
     budget = int(options.get("token_budget", DEFAULT_TOKEN_BUDGET))
-    return options.get("batching", "none"), int(options.get("batch", 1)), budget
+    max_waste = float(options.get("max_waste", DEFAULT_MAX_WASTE))
+    return options.get("batching", "none"), int(options.get("batch", 1)), budget, max_waste
 
 
 class BatchCostModel:

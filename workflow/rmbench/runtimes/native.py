@@ -106,7 +106,7 @@ class NativeRuntime(Runtime):
     def time_batches(self, pairs, batches, warmup_batches):
         """The engine plans the same batches itself (same rules, same token lengths) and times
         them; a plan that differs from the Python one is a bug, not a measurement."""
-        strategy, size, budget = batch_plan(self.options)
+        strategy, size, budget, max_waste = batch_plan(self.options)
         if strategy not in STRATEGIES or self.padding != "longest":
             what = f"'{strategy}' batching" if strategy not in STRATEGIES else f"padding to {self.padding}"
             raise Unsupported(f"the native engine has no {what} (an experiment for the Python runtimes)")
@@ -120,6 +120,7 @@ class NativeRuntime(Runtime):
         ]
         if budget:
             args += ["--token-budget", str(budget)]
+        args += ["--max-waste", repr(max_waste)]  # repr: the same double in C++'s strtod
         result = self.run(pairs, *args, "--warmup", str(warmup_batches))
         if result["batches"] != batches:
             raise NativeError(
