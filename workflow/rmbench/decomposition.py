@@ -314,8 +314,8 @@ def batch_operator_latex(table: pd.DataFrame, top: int = 5) -> str:
         f"its profiler) with each row alone and as a batch of {int(table['batch'].iloc[0])} copies of itself, "
         f"the operator types whose time per row changes most ({top} per model and export: the stock one, or "
         "DeBERTa's relative attention as a diagonal shift), and each one's share of the whole change. "
-        "One profiled pass each: a few percent of an operator's time is noise, and profiling slows every "
-        "operator a little: read the differences. Total: the kernels' sum; session run: all of "
+        "Each row alone and batched in turn, in one session; a few percent of an operator's time is "
+        "noise, and profiling slows every operator a little: read the differences. Total: the kernels' sum; session run: all of "
         "\\texttt{session.run}."
     )
     return simple_latex(
