@@ -244,7 +244,9 @@ def operator_table(profiles: dict[str, dict], top: int = 6) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "op_type", "ms_per_row", "share"])
 
 
-SESSION_RUN = "session run"  # the batch operator table's row for the whole session.run, not one operator
+# The batch operator table's rows that are not one operator: the kernels' sum, the whole session.run
+TOTAL, SESSION_RUN = "total", "session run"
+SUMMARY_ROWS = (TOTAL, SESSION_RUN)
 
 
 def _operator_change(op_type: str, alone_ms: float, batch_ms: float, extra_total: float) -> dict:
@@ -284,10 +286,10 @@ def batch_operator_table(profiles: dict[tuple[str, str], dict[int, dict]]) -> pd
         rows += [
             key | _operator_change(op, ms[1].get(op, 0.0), ms[size].get(op, 0.0), extra_total) for op in ops
         ]
-        rows.append(key | _operator_change("total", sum(ms[1].values()), sum(ms[size].values()), extra_total))
-        if "run_ms_per_row" in one:  # the session's whole run: kernels and the time between them
+        rows.append(key | _operator_change(TOTAL, sum(ms[1].values()), sum(ms[size].values()), extra_total))
+        if "run_ms_per_row" in one:  # the session's whole run (no share: not part of the kernels' sum)
             run = _operator_change(SESSION_RUN, one["run_ms_per_row"], batched["run_ms_per_row"], math.nan)
-            rows.append(key | run | {"share_of_extra": math.nan})
+            rows.append(key | run)
     return pd.DataFrame(rows)
 
 
@@ -297,8 +299,8 @@ def batch_operator_latex(table: pd.DataFrame, top: int = 5) -> str:
         part
         for _, group in table.groupby(["model", "optimizer"])
         for part in (
-            group[~group["op_type"].isin(["total", SESSION_RUN])].head(top),
-            group[group["op_type"].isin(["total", SESSION_RUN])],
+            group[~group["op_type"].isin(SUMMARY_ROWS)].head(top),
+            group[group["op_type"].isin(SUMMARY_ROWS)],
         )
     )
     shown = shown.assign(

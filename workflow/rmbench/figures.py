@@ -10,6 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from .cells import parse_params
+
 
 def save(fig, pdf_path: str | Path) -> None:
     pdf_path = Path(pdf_path)
@@ -67,7 +69,7 @@ def latency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> 
 
 def _other_settings(variant: str) -> str:
     """', padding=max_length' for 'batching~naive+batch~2+padding~max_length' ('' for none)."""
-    params = dict(part.split("~", 1) for part in variant.split("+"))
+    params = parse_params(variant)
     return "".join(f", {k}={v}" for k, v in params.items() if k not in ("batching", "batch", "token_budget"))
 
 

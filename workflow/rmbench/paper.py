@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from .decomposition import SESSION_RUN
+from .decomposition import SESSION_RUN, SUMMARY_ROWS, TOTAL
 from .tables import STUDIES, variant_label
 
 # Digits shown per metric (anything else: 2).
@@ -81,8 +81,8 @@ def batch_operator_numbers(table: pd.DataFrame) -> dict[str, str]:
     its share."""
     numbers = {}
     for (model, optimizer), rows in table.groupby(["model", "optimizer"]):
-        ops = rows[~rows["op_type"].isin(["total", SESSION_RUN])]
-        total = rows[rows["op_type"] == "total"].iloc[0]
+        ops = rows[~rows["op_type"].isin(SUMMARY_ROWS)]
+        total = rows[rows["op_type"] == TOTAL].iloc[0]
         run = rows[rows["op_type"] == SESSION_RUN]
         matrix = ops[ops["matrix_product"].astype(bool)]
         top = ops.loc[ops["extra_ms_per_row"].idxmax()]
