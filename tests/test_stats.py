@@ -149,3 +149,88 @@ def test_equivalence_by_two_one_sided_tests_by_hand():
     )
     # at 3%, t(0.95, 2) * sqrt(2 / 2) = 2.92 < 3 already at 2 launches a side
     assert set(c.equivalence) == {"equivalent"} and (c.equivalence_launches == 2).all()
+
+
+def test_host_label_names_the_processor_its_widest_isa_and_cpus_or_the_gpu():
+    from rmbench.provenance import host_label
+
+    intel = {"device": "cpu", "cpu": "Intel(R) Xeon(R) Processor", "usable_cpus": 2, "logical_cpus": 2}
+    assert (
+        host_label(intel | {"cpu_flags": ["avx2", "avx512f", "amx_tile"]})
+        == "Intel(R) Xeon(R) Processor, AMX, 2 CPUs"
+    )
+    assert host_label(intel | {"cpu_flags": ["avx2", "fma"], "cpu": "AMD EPYC"}) == "AMD EPYC, AVX2, 2 CPUs"
+    assert host_label(intel) == "Intel(R) Xeon(R) Processor, 2 CPUs"  # recorded before cpu_flags
+    assert host_label({"device": "cuda", "device_name": "NVIDIA H200", "cpu": "x"}) == "NVIDIA H200"
+    assert host_label({}) == ""
+
+
+def test_launches_from_two_kinds_of_host_are_flagged_in_the_cell_and_its_comparisons():
+    from rmbench.tables import group_keys, study_latex, study_table
+
+    amx, avx2 = "Intel Xeon, AMX, 2 CPUs", "AMD EPYC, AVX2, 2 CPUs"
+    launches = pd.DataFrame(
+        {
+            "model": ["m"] * 9,
+            "device": ["cpu"] * 9,
+            "set": ["main60"] * 9,
+            "variant": ["-"] * 9,
+            "runtime": ["a"] * 3 + ["b"] * 3 + ["c"] * 3,
+            "status": ["ok"] * 9,
+            "reason": [""] * 9,
+            "p50_ms": [10.0, 11.0, 12.0, 20.0, 21.0, 22.0, 30.0, 31.0, 32.0],
+            "p95_ms": [20.0] * 9,
+            "host": [amx] * 6 + [amx, avx2, amx],
+        }
+    )
+    keys = group_keys("latency")
+    s = summarize(launches, [*keys, "runtime"], ["p50_ms", "p95_ms"]).set_index("runtime")
+    assert s.loc["a", "host"] == amx and s.loc["a", "warning"] == ""
+    assert s.loc["c", "host"] == f"{avx2}; {amx}" and s.loc["c", "warning"] == "launches on 2 kinds of host"
+    c = compare_latency(launches, keys, "runtime", "p50_ms").set_index(["candidate", "baseline"])
+    assert not c.loc[("a", "b"), "across_hosts"] and c.loc[("c", "a"), "across_hosts"]
+    table = study_table(s.reset_index(), c.reset_index(), "latency", "a").set_index("runtime")
+    assert table.loc["b", "warning"] == "" and table.loc["b", "host"] == amx
+    assert table.loc["c", "warning"] == "launches on 2 kinds of host; compared across hosts"
+    latex = study_latex(table.reset_index(), "latency", "a", "Latency.", "tab:latency")
+    assert f"Launches ran on {avx2} and {amx}." in latex and r"2 kinds" not in latex
+    assert "3/3$^\\dagger$" in latex
+
+
+def test_the_paper_names_the_hosts_of_each_device():
+    from rmbench.paper import paper_numbers
+
+    row = {"model": "m", "set": "main60", "runtime": "native", "launches_ok": 3, "launches": 3}
+    latency = pd.DataFrame(
+        [
+            row | {"device": "cpu", "host": "Intel Xeon, AMX, 2 CPUs"},
+            row | {"device": "cpu", "host": "AMD EPYC, AVX2, 2 CPUs; Intel Xeon, AMX, 2 CPUs"},
+            row | {"device": "cuda", "host": ""},
+        ]
+    )
+    numbers = paper_numbers({"latency": latency}, {"latency": "main60"})
+    assert numbers["host/cpu"] == "AMD EPYC, AVX2, 2 CPUs and Intel Xeon, AMX, 2 CPUs"
+    assert "host/cuda" not in numbers  # skipped everywhere: no host to name
+
+
+def test_the_language_table_marks_a_native_vs_ort_comparison_across_hosts():
+    from rmbench.tables import language_latex, language_table
+
+    amx, avx2 = "Intel Xeon, AMX, 2 CPUs", "AMD EPYC, AVX2, 2 CPUs"
+    launches = pd.DataFrame(
+        {
+            "model": ["m"] * 6,
+            "device": ["cpu"] * 6,
+            "runtime": ["native"] * 3 + ["ort_python"] * 3,
+            "status": ["ok"] * 6,
+            "p50_ms": [10.0, 10.2, 10.1, 10.3, 10.1, 10.2],
+            "host": [amx] * 3 + [avx2] * 3,
+        }
+    )
+    table = language_table(
+        compare_latency(launches, ["model", "device"], "runtime", "p50_ms").assign(set="s")
+    )
+    assert table.iloc[0]["across_hosts"] and table.iloc[0]["host"] == f"{avx2}; {amx}"
+    latex = language_latex(table, "Native vs ORT-Python.")
+    assert "$^\\dagger$: native and ORT-Python launches from different kinds of host." in latex
+    assert f"Launches ran on {avx2} and {amx}." in latex

@@ -12,7 +12,8 @@ import math
 import pandas as pd
 
 from .decomposition import SESSION_RUN, SUMMARY_ROWS, TOTAL
-from .tables import STUDIES, variant_label
+from .stats import launch_hosts
+from .tables import STUDIES, latex_escape, variant_label
 
 # Digits shown per metric (anything else: 2).
 DIGITS = {
@@ -103,6 +104,16 @@ def batch_operator_numbers(table: pd.DataFrame) -> dict[str, str]:
     return {k: v for k, v in numbers.items() if v}
 
 
+def host_numbers(tables: list[pd.DataFrame]) -> dict[str, str]:
+    """host/<device>: the kinds of machine the study tables' launches ran on, per device (the
+    paper names the machine its numbers are from, and says so when they are from several)."""
+    hosts: dict[str, set[str]] = {}
+    for table in tables:
+        for device, rows in table.groupby("device") if "host" in table else ():
+            hosts.setdefault(device, set()).update(launch_hosts(rows))
+    return {f"host/{device}": latex_escape(" and ".join(sorted(h))) for device, h in hosts.items() if h}
+
+
 def _format(value, digits: int) -> str | None:
     if isinstance(value, str):
         return value or None
@@ -120,7 +131,7 @@ def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]
         "int8_sweep": sweep_numbers,
         "batch_operators": batch_operator_numbers,
     }
-    numbers = {}
+    numbers = host_numbers([t for study, t in tables.items() if study not in derived])
     for study, table in tables.items():
         if study in derived:
             numbers |= derived[study](table)

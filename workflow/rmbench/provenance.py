@@ -59,6 +59,29 @@ def cpu_flags() -> list[str]:
     return [flag for flag in ISA_FLAGS if flag in present]
 
 
+# The kind of machine a launch ran on, from its provenance: the processor, the widest of its
+# instruction sets that the libraries dispatch on, and the CPUs the launch could use (a GPU
+# launch: the GPU). Launches of one kind are comparable; the host name is not part of it (every
+# VM here is called "vm", and nodes of one kind on a cluster are interchangeable).
+ISA_TIERS = (("amx_tile", "AMX"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
+
+
+def host_label(prov: dict) -> str:
+    """'Intel(R) Xeon(R) Processor, AMX, 2 CPUs' or 'NVIDIA H200'; '' for a record without provenance."""
+    if not prov:
+        return ""
+    if prov.get("device") == "cuda" and prov.get("device_name") != "no CUDA device":
+        return prov.get("device_name") or ""
+    flags = prov.get("cpu_flags")
+    parts = [prov.get("cpu") or "unknown CPU"]
+    if flags is not None:  # records from before cpu_flags was recorded say nothing of the ISA
+        parts.append(next((name for flag, name in ISA_TIERS if flag in flags), "SSE"))
+    cpus = prov.get("usable_cpus") or prov.get("logical_cpus")
+    if cpus:
+        parts.append(f"{cpus} CPUs")
+    return ", ".join(parts)
+
+
 def nvidia_gpu_present() -> bool:
     """Whether this machine shows an NVIDIA GPU device file: known without importing torch."""
     return bool(glob.glob("/dev/nvidia[0-9]*"))

@@ -192,8 +192,9 @@ def summarize(
     launches: pd.DataFrame, keys: list[str], metrics: list[str], checks: Checks = Checks()
 ) -> pd.DataFrame:
     """One row per cell: launch counts by status and, over the ok launches, each metric's
-    mean, CI bounds, coefficient of variation and the launches a 5% half-width would need; and
-    the cell's instability warnings on its first metric."""
+    mean, CI bounds, coefficient of variation and the launches a 5% half-width would need; the
+    kinds of host they ran on; and the cell's warnings (instability of its first metric,
+    launches on more than one kind of host)."""
     rows = []
     for key, group in launches.groupby(keys, sort=True, dropna=False):
         ok = group[group["status"] == "ok"]
@@ -212,9 +213,26 @@ def summarize(
                 f"{metric}_launches_needed": launches_needed(ok[metric], checks.half_width),
             }
         order = ok["order"] if "order" in ok else pd.Series(np.nan, index=ok.index)
-        row["warning"] = "; ".join(instability_warnings(ok[metrics[0]], order, checks))
+        warnings = instability_warnings(ok[metrics[0]], order, checks)
+        hosts = launch_hosts(ok)
+        row["host"] = HOST_SEPARATOR.join(hosts)
+        if len(hosts) > 1:
+            warnings.append(f"launches on {len(hosts)} kinds of host")
+        row["warning"] = "; ".join(warnings)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+HOST_SEPARATOR = "; "  # between the kinds of host of one cell (a host label has commas)
+
+
+def launch_hosts(rows: pd.DataFrame) -> list[str]:
+    """The kinds of machine these launches (or summary rows) ran on, from their `host` column
+    (provenance.host_label; a summary row lists several); none where unrecorded."""
+    if "host" not in rows:
+        return []
+    cells = rows["host"].astype(object).dropna()
+    return sorted({h for cell in cells for h in str(cell).split(HOST_SEPARATOR) if h})
 
 
 def compare_latency(
@@ -226,6 +244,7 @@ def compare_latency(
     ok = launches[launches["status"] == "ok"]
     for key, group in ok.groupby(keys, sort=True):
         values = {name: g[metric].to_numpy() for name, g in group.groupby(between)}
+        hosts = {name: launch_hosts(g) for name, g in group.groupby(between)}
         for a, b in combinations(sorted(values), 2):
             for cand, base in ((a, b), (b, a)):
                 ci_c, ci_b = t_interval(values[cand]), t_interval(values[base])
@@ -256,6 +275,9 @@ def compare_latency(
                         ),
                         "n_candidate": ci_c.n,
                         "n_baseline": ci_b.n,
+                        # a ratio of two kinds of machine measures the machines as well
+                        "host": HOST_SEPARATOR.join(sorted(set(hosts[cand]) | set(hosts[base]))),
+                        "across_hosts": len(set(hosts[cand]) | set(hosts[base])) > 1,
                     }
                 )
     return pd.DataFrame(rows)

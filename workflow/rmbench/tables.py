@@ -12,6 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from .cells import parse_params
+from .provenance import host_label
+from .stats import launch_hosts
 
 CELL_KEYS = ["study", "model", "device", "runtime", "params", "launch"]
 
@@ -86,6 +88,7 @@ def launch_row(record: dict) -> dict:
         "threads": record["settings"]["threads"],
         "device_name": prov.get("device_name"),
         "cpu": prov.get("cpu"),
+        "host": host_label(prov),
         "git_commit": prov.get("git_commit"),
     }
     return row
@@ -141,6 +144,7 @@ def study_table(
         for m in layout["metrics"]:
             row |= {m: s[m], f"{m}_lo": s[f"{m}_lo"], f"{m}_hi": s[f"{m}_hi"], f"{m}_cv": s[f"{m}_cv"]}
         row["launches_needed"] = s.get(f"{first}_launches_needed", math.nan)
+        row["host"] = s.get("host", "")
         row["warning"] = s.get("warning", "")
         # Launches left out of the statistics (mismatch, oom, timeout ...) are listed, never hidden.
         if s["launches_ok"] == 0:
@@ -160,6 +164,8 @@ def study_table(
                 "welch_p": c["welch_p"],
                 "verdict": c["verdict"],
             }
+            if _across_hosts(c):
+                row["warning"] = "; ".join(w for w in (row["warning"], "compared across hosts") if w)
         rows.append(row)
     table = pd.DataFrame(rows)
     if headline_set is None or comparisons.empty:
@@ -176,7 +182,7 @@ def study_table(
     return table.merge(flags, on=on, how="left")
 
 
-def _latex_escape(text: str) -> str:
+def latex_escape(text: str) -> str:
     for a, b in (
         ("\\", r"\textbackslash{}"),
         ("_", r"\_"),
@@ -219,21 +225,19 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
     between, metrics = layout["between"], layout["metrics"]
     keys = [k for k in group_keys(study) if table[k].nunique() > 1 or k in ("model", "device")]
     head = [k.capitalize() for k in keys] + [between.capitalize(), "Launches"]
-    head += [_latex_escape(m.replace("_", " ")) + r" [95\% CI]" for m in metrics]
+    head += [latex_escape(m.replace("_", " ")) + r" [95\% CI]" for m in metrics]
     head += ["Speed-up (cons.)", "Verdict"]
     body = []
     for _, r in table.iterrows():
         name = variant_label(str(r[between])) if between == "variant" else str(r[between])
         unstable = isinstance(r.get("warning"), str) and r["warning"] != ""
-        cells = [_latex_escape(str(r[k])) for k in keys] + [
-            _latex_escape(name),
+        cells = [latex_escape(str(r[k])) for k in keys] + [
+            latex_escape(name),
             f"{r['launches_ok']}/{r['launches']}" + (r"$^\dagger$" if unstable else ""),
         ]
         if r["launches_ok"] == 0:
             cells.append(
-                rf"\multicolumn{{{len(metrics)}}}{{l}}{{"
-                + _latex_escape(f"no result: {r['note']}")[:90]
-                + "}"
+                rf"\multicolumn{{{len(metrics)}}}{{l}}{{" + latex_escape(f"no result: {r['note']}")[:90] + "}"
             )
             cells += ["--", "--"]
         else:
@@ -245,7 +249,7 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
                 cons = r["speedup_conservative"]
                 cells.append(f"{point:.2f} ({cons:.2f})" if not math.isnan(cons) else f"{point:.2f}")
                 flipped = r.get("reproduced") == "no"
-                cells.append(_latex_escape(r["verdict"]) + (r"$^\ddagger$" if flipped else ""))
+                cells.append(latex_escape(r["verdict"]) + (r"$^\ddagger$" if flipped else ""))
             else:
                 cells += ["--", "--"]
         body.append(cells)
@@ -257,10 +261,17 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
         )
     if "warning" in table and table["warning"].astype(object).fillna("").ne("").any():
         caption += (
-            r" $^\dagger$: unstable cell (launch-to-launch variation above the threshold or a trend with "
-            r"launch order); the CSV gives the warning and the launches the configured CI half-width would need."
+            r" $^\dagger$: a warning (launch-to-launch variation above the threshold, a trend with launch "
+            r"order, launches on more than one kind of host, or a comparison across hosts); the CSV gives "
+            r"the warning and the launches the configured CI half-width would need."
         )
-    return booktabs(colspec, head, body, caption, label)
+    return booktabs(colspec, head, body, caption + hosts_sentence(table), label)
+
+
+def hosts_sentence(table: pd.DataFrame) -> str:
+    """' Launches ran on <host>.' for a caption: which machine the numbers are from."""
+    hosts = launch_hosts(table)
+    return " " + latex_escape(f"Launches ran on {' and '.join(hosts)}.") if hosts else ""
 
 
 def language_table(comparisons: pd.DataFrame) -> pd.DataFrame:
@@ -285,6 +296,7 @@ def language_table(comparisons: pd.DataFrame) -> pd.DataFrame:
             "n_candidate",
             "n_baseline",
         ]
+        + [column for column in ("host", "across_hosts") if column in rows]
     ].copy()
     out["difference_pct"] = (out["candidate_mean"] / out["baseline_mean"] - 1) * 100
     # the 90% interval of the difference (two one-sided tests), in percent
@@ -309,17 +321,25 @@ def language_latex(table: pd.DataFrame, caption: str) -> str:
         [
             r["model"],
             r["device"],
-            _latex_escape(r["metric"]),
+            latex_escape(r["metric"]),
             f"{r['native']:.1f}",
             f"{r['ort_python']:.1f}",
             f"{r['difference_pct']:+.1f}\\% [{r['difference_lo_pct']:+.1f}, {r['difference_hi_pct']:+.1f}]",
             f"{r['welch_p']:.3g}",
-            r["verdict"],
+            r["verdict"] + (r"$^\dagger$" if _across_hosts(r) else ""),
             _equivalence_cell(r),
         ]
         for _, r in table.iterrows()
     ]
-    return booktabs("lllrrrrll", head, body, caption, "tab:language")
+    if any(_across_hosts(r) for _, r in table.iterrows()):
+        caption += r" $^\dagger$: native and ORT-Python launches from different kinds of host."
+    return booktabs("lllrrrrll", head, body, caption + hosts_sentence(table), "tab:language")
+
+
+def _across_hosts(row) -> bool:
+    """Whether a comparison row pairs launches from different kinds of host (a bool column, or
+    its text read back from CSV)."""
+    return row.get("across_hosts") in (True, "True")
 
 
 def _equivalence_cell(r) -> str:
@@ -333,8 +353,8 @@ def _equivalence_cell(r) -> str:
 
 def simple_latex(table: pd.DataFrame, columns: dict, caption: str, label: str) -> str:
     """A booktabs table of `columns` ({column: header}), values formatted as they are."""
-    head = [_latex_escape(h) for h in columns.values()]
-    body = [[_latex_escape(str(r[c])) for c in columns] for _, r in table.iterrows()]
+    head = [latex_escape(h) for h in columns.values()]
+    body = [[latex_escape(str(r[c])) for c in columns] for _, r in table.iterrows()]
     return booktabs("l" * len(columns), head, body, caption, label)
 
 
