@@ -234,3 +234,54 @@ def test_the_language_table_marks_a_native_vs_ort_comparison_across_hosts():
     latex = language_latex(table, "Native vs ORT-Python.")
     assert "$^\\dagger$: native and ORT-Python launches from different kinds of host." in latex
     assert f"Launches ran on {avx2} and {amx}." in latex
+
+
+def test_per_row_difference_is_the_median_over_rows_of_each_rows_median_across_launches():
+    from rmbench.stats import per_row_difference
+
+    native = [[10.0, 20.0, 100.0], [11.0, 21.0, 101.0], [10.5, 20.5, 99.0]]
+    python = [[11.0, 21.0, 100.0], [12.0, 22.0, 101.0], [11.5, 21.5, 99.0]]  # +1 ms on short rows only
+    ms, lo, hi = per_row_difference(native, python, resamples=500)
+    assert ms == pytest.approx(-1.0) and lo <= -1.0 <= hi and -2.0 <= lo and hi <= 0.0
+    assert all(math.isnan(v) for v in per_row_difference(native, [[1.0, 2.0]]))  # other rows
+    assert all(math.isnan(v) for v in per_row_difference([], python))
+
+
+def test_the_language_table_gives_the_per_row_difference_once_per_pair_of_cells():
+    from rmbench.tables import language_latex, language_table, row_differences
+
+    def record(runtime, launch, latencies, status="ok"):
+        cell = {"study": "latency", "model": "m", "device": "cpu", "runtime": runtime}
+        return {
+            "cell": cell | {"params": "set~main60", "launch": launch},
+            "settings": {"threads": 2},
+            "status": status,
+            "metrics": {"latencies_ms": latencies, "p50_ms": float(np.median(latencies))},
+        }
+
+    records = [record("native", i, [10.0, 20.0, 30.0]) for i in (1, 2)]
+    records += [record("ort_python", i, [11.0, 21.0, 31.0]) for i in (1, 2)]
+    records += [
+        record("ort_python", 3, [99.0, 99.0, 99.0], status="mismatch"),
+        record("hf_eager", 1, [50.0] * 3),
+    ]
+    differences = row_differences(records)
+    assert len(differences) == 1 and differences.iloc[0]["row_difference_ms"] == pytest.approx(-1.0)
+    launches = pd.DataFrame(
+        {
+            "model": ["m"] * 4,
+            "device": ["cpu"] * 4,
+            "set": ["main60"] * 4,
+            "variant": ["-"] * 4,
+            "runtime": ["native"] * 2 + ["ort_python"] * 2,
+            "status": ["ok"] * 4,
+            "p50_ms": [20.0, 20.2, 21.0, 21.1],
+            "p95_ms": [30.0, 30.2, 31.0, 31.1],
+        }
+    )
+    keys = ["model", "device", "set", "variant"]
+    comparisons = pd.concat([compare_latency(launches, keys, "runtime", m) for m in ("p50_ms", "p95_ms")])
+    table = language_table(comparisons, differences)
+    assert list(table["row_difference_ms"]) == pytest.approx([-1.0, -1.0])
+    latex = language_latex(table, "Native vs ORT-Python.")
+    assert latex.count("-1.00 [-1.00, -1.00]") == 1 and "Per row" in latex

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .cells import parse_params
 from .provenance import host_label
-from .stats import launch_hosts
+from .stats import launch_hosts, per_row_difference
 
 CELL_KEYS = ["study", "model", "device", "runtime", "params", "launch"]
 
@@ -274,9 +274,41 @@ def hosts_sentence(table: pd.DataFrame) -> str:
     return " " + latex_escape(f"Launches ran on {' and '.join(hosts)}.") if hosts else ""
 
 
-def language_table(comparisons: pd.DataFrame) -> pd.DataFrame:
-    """The language-isolation rows: native vs ONNX Runtime from Python, same library and file."""
-    rows = comparisons[(comparisons["candidate"] == "native") & (comparisons["baseline"] == "ort_python")]
+LANGUAGE_PAIR = ("native", "ort_python")  # candidate, baseline: the same engine from C++ and Python
+LANGUAGE_KEYS = ["model", "device", "set", "variant"]
+
+
+def row_differences(records: list[dict]) -> pd.DataFrame:
+    """Per cell pair of the language table: stats.per_row_difference of native's ok launches
+    against ORT-Python's (`row_difference_ms`, negative: native is faster per row, with its 95%
+    bootstrap interval)."""
+    latencies: dict[tuple, dict[str, list]] = {}
+    for record in records:
+        row = launch_row(record)
+        if row["status"] == "ok" and row["runtime"] in LANGUAGE_PAIR:
+            by_runtime = latencies.setdefault(
+                tuple(row[k] for k in LANGUAGE_KEYS), {r: [] for r in LANGUAGE_PAIR}
+            )
+            by_runtime[row["runtime"]].append(record["metrics"]["latencies_ms"])
+    rows = []
+    for key, by_runtime in sorted(latencies.items()):
+        ms, lo, hi = per_row_difference(*(by_runtime[r] for r in LANGUAGE_PAIR))
+        rows.append(
+            dict(zip(LANGUAGE_KEYS, key))
+            | {"row_difference_ms": ms, "row_difference_ms_lo": lo, "row_difference_ms_hi": hi}
+        )
+    return pd.DataFrame(
+        rows, columns=[*LANGUAGE_KEYS, "row_difference_ms", "row_difference_ms_lo", "row_difference_ms_hi"]
+    )
+
+
+def language_table(comparisons: pd.DataFrame, differences: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The language-isolation rows: native vs ONNX Runtime from Python, same library and file;
+    with `differences` (row_differences), the per-row difference beside each."""
+    candidate, baseline = LANGUAGE_PAIR
+    rows = comparisons[(comparisons["candidate"] == candidate) & (comparisons["baseline"] == baseline)]
+    if differences is not None:
+        rows = rows.merge(differences, on=LANGUAGE_KEYS, how="left")
     out = rows[
         [
             "model",
@@ -296,6 +328,7 @@ def language_table(comparisons: pd.DataFrame) -> pd.DataFrame:
             "n_candidate",
             "n_baseline",
         ]
+        + [c for c in ("row_difference_ms", "row_difference_ms_lo", "row_difference_ms_hi") if c in rows]
         + [column for column in ("host", "across_hosts") if column in rows]
     ].copy()
     out["difference_pct"] = (out["candidate_mean"] / out["baseline_mean"] - 1) * 100
@@ -306,6 +339,7 @@ def language_table(comparisons: pd.DataFrame) -> pd.DataFrame:
 
 
 def language_latex(table: pd.DataFrame, caption: str) -> str:
+    per_row = "row_difference_ms" in table
     head = [
         "Model",
         "Device",
@@ -316,9 +350,10 @@ def language_latex(table: pd.DataFrame, caption: str) -> str:
         "Welch $p$",
         "Verdict",
         "Equivalence",
-    ]
-    body = [
-        [
+    ] + (["Per row, ms [95\\% CI]"] if per_row else [])
+    body, shown = [], set()
+    for _, r in table.iterrows():
+        cells = [
             r["model"],
             r["device"],
             latex_escape(r["metric"]),
@@ -329,11 +364,22 @@ def language_latex(table: pd.DataFrame, caption: str) -> str:
             r["verdict"] + (r"$^\dagger$" if _across_hosts(r) else ""),
             _equivalence_cell(r),
         ]
-        for _, r in table.iterrows()
-    ]
+        if per_row:  # one value per pair of cells: on its first metric's row
+            key = (r["model"], r["device"], r["set"])
+            ms, lo, hi = r["row_difference_ms"], r["row_difference_ms_lo"], r["row_difference_ms_hi"]
+            cells.append("" if key in shown or math.isnan(ms) else f"{ms:+.2f} [{lo:+.2f}, {hi:+.2f}]")
+            shown.add(key)
+        body.append(cells)
+    if per_row:
+        caption += (
+            " Per row: the median over rows of native's minus ORT-Python's latency (each row's median"
+            " across launches), with a 95\\% bootstrap interval over launches: a fixed cost per row"
+            " shows here at every length."
+        )
     if any(_across_hosts(r) for _, r in table.iterrows()):
         caption += r" $^\dagger$: native and ORT-Python launches from different kinds of host."
-    return booktabs("lllrrrrll", head, body, caption + hosts_sentence(table), "tab:language")
+    colspec = "lllrrrrll" + ("r" if per_row else "")
+    return booktabs(colspec, head, body, caption + hosts_sentence(table), "tab:language")
 
 
 def _across_hosts(row) -> bool:

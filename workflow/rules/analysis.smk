@@ -56,7 +56,8 @@ rule study_table:
 
 rule language_table:
     input:
-        "results/tables/latency/comparisons.csv",
+        comparisons="results/tables/latency/comparisons.csv",
+        launches=language_cells,
     output:
         tex="paper/tables/language.tex",
         csv=report(

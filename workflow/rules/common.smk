@@ -27,7 +27,7 @@ from rmbench.precision import (
     sweep_settings,
     timed_settings,
 )
-from rmbench.tables import STUDIES, step_name
+from rmbench.tables import LANGUAGE_PAIR, STUDIES, step_name
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 check_references(config)
@@ -377,3 +377,12 @@ def all_cores(wildcards):
 
 def study_cells(wildcards):
     return [cell["path"] for cell in CELLS if cell["study"] == wildcards.study]
+
+
+def language_cells(wildcards):
+    """The latency launches of the language table's two runtimes (their per-row latencies)."""
+    return [
+        cell["path"]
+        for cell in CELLS
+        if cell["study"] == "latency" and cell["runtime"] in LANGUAGE_PAIR
+    ]

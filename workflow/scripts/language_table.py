@@ -1,11 +1,12 @@
 """The language-isolation table: native C++ vs ONNX Runtime from Python, same library and ONNX file."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged, read_table
-from rmbench.tables import language_latex, language_table
+from rmbench.glue import logged, read_json, read_table
+from rmbench.tables import language_latex, language_table, row_differences
 
 with logged(snakemake.log[0]):
-    table = language_table(read_table(snakemake.input[0]))
+    differences = row_differences([read_json(path) for path in snakemake.input.launches])
+    table = language_table(read_table(snakemake.input.comparisons), differences)
     table.to_csv(snakemake.output.csv, index=False)
     caption = (
         "Language isolation: the native C++ engine against ONNX Runtime called from Python, on the same "
