@@ -519,3 +519,63 @@ def test_onnx_file_per_variant_and_the_combination_not_built():
     }
     with pytest.raises(RmbenchError, match="use one of them per variant"):
         check_variants(config)
+
+
+def test_the_thread_probe_times_each_setting_alone_and_batched(tiny_model):
+    from rmbench.thread_probe import setting_name, thread_latex, thread_probe, thread_table
+
+    settings = [
+        {"intra_op_threads": 0, "execution": "sequential", "inter_op_threads": 1},
+        {"intra_op_threads": 1, "execution": "parallel", "inter_op_threads": 2},
+    ]
+    assert [setting_name(s) for s in settings] == ["intra_all-sequential-inter_1", "intra_1-parallel-inter_2"]
+    pairs_ = pairs(tiny_model)[:4]
+    results = thread_probe(tiny_model["onnx"], tiny_model["model"], pairs_, settings, 1, 3, 1, 512)
+    assert [r["name"] for r in results] == ["intra_all-sequential-inter_1", "intra_1-parallel-inter_2"]
+    assert all(
+        r["rows"] == 6 and r["batch"] == 3 and r["threads_used"] == 1 for r in results
+    )  # 3 rows x 2 passes
+    assert all(r["alone_ms_per_row"] > 0 and r["batched_ms_per_row"] > 0 for r in results)
+    with pytest.raises(ValueError, match="none after 4 warm-up rows"):
+        thread_probe(tiny_model["onnx"], tiny_model["model"], pairs_, settings, 1, 3, 4, 512)
+    table = thread_table({"tiny": results})
+    first = table.iloc[0]
+    assert first["alone_vs_reference"] == 1.0 and first["batched_vs_reference"] == 1.0
+    assert first["batched_vs_alone"] == pytest.approx(
+        results[0]["batched_ms_per_row"] / results[0]["alone_ms_per_row"]
+    )
+    assert "intra\\_1-parallel-inter\\_2" in thread_latex(table) and "batch of 3 copies" in thread_latex(
+        table
+    )
+
+
+def test_the_thread_probe_numbers_for_the_paper():
+    from rmbench.paper import paper_numbers
+    from rmbench.thread_probe import thread_table
+
+    def result(name, alone, batched):
+        return {"name": name, "threads_used": 2, "batch": 8, "rows": 24} | {
+            "alone_ms_per_row": alone,
+            "batched_ms_per_row": batched,
+        }
+
+    table = thread_table(
+        {
+            "electra": [
+                result("intra_all-sequential-inter_1", 90.0, 84.0),
+                result("intra_1-sequential-inter_1", 162.0, 168.0),
+            ]
+        }
+    )
+    numbers = paper_numbers({"batch_threads": table}, {})
+    assert numbers["batch_threads/electra/intra_all-sequential-inter_1/batched_vs_alone"] == "0.93"
+    assert numbers["batch_threads/electra/intra_1-sequential-inter_1/alone_vs_reference"] == "1.80"
+    assert numbers["batch_threads/electra/intra_1-sequential-inter_1/batched_vs_reference"] == "2.00"
+    assert numbers["batch_threads/electra/batch"] == "8"
+
+
+def test_an_unknown_execution_mode_is_refused(tiny_model):
+    from rmbench.export import ort_session
+
+    with pytest.raises(ValueError, match="sequential, parallel"):
+        ort_session(tiny_model["onnx"], 1, execution="concurrent")

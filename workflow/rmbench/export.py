@@ -70,20 +70,35 @@ def optimize_for_transformers(src: Path, dst: Path, model_dir: Path) -> dict:
 GRAPH_LEVELS = ("disabled", "basic", "extended", "all")
 
 
+# How a session runs the graph's nodes: one after another (each using the intra-op pool), or
+# independent nodes at once on an inter-op pool (the batching study's thread probe compares them).
+EXECUTION_MODES = ("sequential", "parallel")
+
+
 def ort_session(
-    onnx_path: Path, threads: int, device: str = "cpu", graph: str = "all", profile_prefix: str | None = None
+    onnx_path: Path,
+    threads: int,
+    device: str = "cpu",
+    graph: str = "all",
+    profile_prefix: str | None = None,
+    execution: str = "sequential",
+    inter_op_threads: int = 1,
 ):
-    """An InferenceSession with the project's thread settings (one intra-op pool, sequential)
-    and a graph optimization level (GRAPH_LEVELS); with profile_prefix, ORT's own profiler on
-    (every operator's time, written by session.end_profiling())."""
+    """An InferenceSession with the project's thread settings (one intra-op pool, sequential, one
+    inter-op thread, unless told otherwise) and a graph optimization level (GRAPH_LEVELS); with
+    profile_prefix, ORT's own profiler on (every operator's time, written by session.end_profiling())."""
     import onnxruntime as ort
 
     if graph not in GRAPH_LEVELS:
         raise ValueError(f"graph optimization level must be one of {', '.join(GRAPH_LEVELS)}, not {graph}")
+    if execution not in EXECUTION_MODES:
+        raise ValueError(f"execution mode must be one of {', '.join(EXECUTION_MODES)}, not {execution}")
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.inter_op_num_threads = inter_op_threads
+    options.execution_mode = (
+        ort.ExecutionMode.ORT_PARALLEL if execution == "parallel" else ort.ExecutionMode.ORT_SEQUENTIAL
+    )
     level = ort.GraphOptimizationLevel
     options.graph_optimization_level = {
         "disabled": level.ORT_DISABLE_ALL,

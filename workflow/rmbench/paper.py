@@ -76,6 +76,21 @@ def sweep_numbers(table: pd.DataFrame) -> dict[str, str]:
     return numbers
 
 
+def batch_thread_numbers(table: pd.DataFrame) -> dict[str, str]:
+    """batch_threads/<model>/<setting>/<ratio>: per thread setting, a batch's time per row against
+    its rows alone, and each against the first (the project's) setting; and the batch size."""
+    numbers = {}
+    for r in table.itertuples():
+        key = f"batch_threads/{r.model}/{r.setting}"
+        numbers |= {
+            f"batch_threads/{r.model}/batch": str(r.batch),
+            f"{key}/batched_vs_alone": _format(r.batched_vs_alone, 2),
+            f"{key}/alone_vs_reference": _format(r.alone_vs_reference, 2),
+            f"{key}/batched_vs_reference": _format(r.batched_vs_reference, 2),
+        }
+    return numbers
+
+
 def batch_operator_numbers(table: pd.DataFrame) -> dict[str, str]:
     """batch_operators/<model>[/optimizer=<export>]/<name>: a batch's time per row against a row
     alone (total, and the matrix products together), and the operator type that adds the most with
@@ -130,6 +145,7 @@ def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]
         "fidelity": fidelity_numbers,
         "int8_sweep": sweep_numbers,
         "batch_operators": batch_operator_numbers,
+        "batch_threads": batch_thread_numbers,
     }
     numbers = host_numbers([t for study, t in tables.items() if study not in derived])
     for study, table in tables.items():

@@ -147,6 +147,24 @@ rule batch_operators_table:
         "../scripts/batch_operators_table.py"
 
 
+rule batch_threads_table:
+    input:
+        unpack(batch_thread_inputs),
+    output:
+        csv=report(
+            "paper/tables/batch_threads.csv",
+            caption="../report/derived_table.rst",
+            category="Tables",
+        ),
+        tex="paper/tables/batch_threads.tex",
+    log:
+        "results/logs/paper/batch_threads_table.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/batch_threads_table.py"
+
+
 rule concurrency_verdicts:
     input:
         comparisons="results/tables/concurrency/comparisons.csv",
@@ -256,7 +274,7 @@ rule paper_numbers:
         (["paper/tables/fidelity.csv"] if "decomposition" in enabled_studies() else []),
         [
             f"paper/tables/{table}.csv"
-            for table in ("int8_sweep", "batch_operators")
+            for table in ("int8_sweep", "batch_operators", "batch_threads")
             if f"paper/tables/{table}.tex" in study_outputs()
         ],
     output:

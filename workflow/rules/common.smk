@@ -154,6 +154,8 @@ def study_outputs():
         outputs += ["paper/figures/batching.pdf", "paper/tables/batching_verdicts.csv"]
         if batch_operator_inputs(None):
             outputs.append("paper/tables/batch_operators.tex")
+        if batch_thread_inputs(None):
+            outputs.append("paper/tables/batch_threads.tex")
     if "concurrency" in enabled_studies():
         outputs += ["paper/figures/concurrency.pdf", "paper/tables/concurrency_verdicts.csv"]
     if "decomposition" in enabled_studies():
@@ -210,6 +212,15 @@ def batch_operator_inputs(wildcards):
             optimizer=profile["optimizers"],
         )
     }
+
+
+def batch_thread_inputs(wildcards):
+    """The thread probe per model of the batching study (on the CPU, where `thread_probe` is
+    configured); none otherwise."""
+    study = config["studies"]["batching"]
+    if not study.get("thread_probe") or "cpu" not in study["devices"]:
+        return {}
+    return {"probes": expand("results/batching/threads/{model}.json", model=study["models"])}
 
 
 def figure_studies():

@@ -181,6 +181,34 @@ rule batch_operators:
         "../scripts/batch_operators.py"
 
 
+# ... and whether it is the threads: the same rows alone and as batches of copies of themselves on
+# one session per thread setting (intra-op threads, sequential or parallel execution, inter-op
+# threads), in turn in one process.
+rule batch_threads:
+    input:
+        onnx=lambda wildcards: onnx_file(wildcards.model, "fp32"),
+        model="results/models/{model}",
+        rows=lambda wildcards: "results/data/{}.jsonl".format(
+            config["studies"]["batching"]["sets"][0]
+        ),
+    output:
+        "results/batching/threads/{model}.json",
+    log:
+        "results/logs/batching/threads_{model}.log",
+    conda:
+        "../../envs/bench.yaml"
+    # A measurement: the machine to itself, as every launch.
+    threads: all_cores
+    params:
+        probe=config["studies"]["batching"].get("thread_probe", {}),
+        threads=threads(),
+        warmup=config["launch"]["warmup_rows"],
+        max_length=config["data"]["max_length"],
+        repo=workflow.basedir,
+    script:
+        "../scripts/batch_threads.py"
+
+
 # The quantization sweep: which int8 settings keep fp32's preferences (gated, not timed).
 rule int8_sweep:
     input:

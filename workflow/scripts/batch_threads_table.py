@@ -1,0 +1,16 @@
+"""Whether a CPU batch uses ONNX Runtime's threads better than a row alone, per model and setting."""
+
+import _bootstrap  # noqa: F401  (makes rmbench importable)
+from rmbench.glue import logged, read_json
+from rmbench.thread_probe import thread_latex, thread_table
+
+with logged(snakemake.log[0]):
+    probes = {found["model"]: found["results"] for found in map(read_json, snakemake.input)}
+    table = thread_table(probes)
+    table.to_csv(snakemake.output.csv, index=False)
+    with open(snakemake.output.tex, "w") as f:
+        f.write(thread_latex(table))
+    for r in table.itertuples():
+        print(
+            f"{r.model} {r.setting}: batched/alone {r.batched_vs_alone:.2f}, alone vs first {r.alone_vs_reference:.2f}"
+        )
