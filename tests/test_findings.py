@@ -54,6 +54,21 @@ def test_a_flipped_verdict_is_flagged_with_who_disagreed():
     electra = table.loc[("electra", "native")]
     assert electra["reproduced"] == "yes" and electra["checked_on"] == 2  # rep60a and deberta
     assert table.loc[("electra", "ort_python")]["reproduced"] == "not checked"
+    assert "host" in table and not table["across_hosts"].any()  # no host recorded: none to compare
+
+
+def test_a_verdict_checked_on_another_kind_of_host_says_so():
+    amx, avx2 = "Intel Xeon, AMX, 2 CPUs", "AMD EPYC, AVX2, 2 CPUs"
+    comparisons = pd.DataFrame(
+        [
+            comparison("deberta", "main60", "faster") | {"host": amx},
+            comparison("deberta", "set150", "faster") | {"host": avx2},
+            comparison("electra", "main60", "faster") | {"host": amx},
+        ]
+    )
+    table = replication_table(comparisons, "main60").set_index("model")
+    assert table.loc["deberta", "across_hosts"] and table.loc["deberta", "host"] == f"{avx2}; {amx}"
+    assert not table.loc["electra", "across_hosts"] and table.loc["electra", "host"] == amx
 
 
 def test_roofline_compares_the_mean_achieved_rate_with_the_best_library():

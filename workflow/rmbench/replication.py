@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .stats import HOST_SEPARATOR, launch_hosts
+
 COMPARED = ["metric", "candidate", "baseline"]
 
 
@@ -47,6 +49,10 @@ def replication_table(
             f"model {r['model']}" for _, r in same_pair.iterrows() if r["verdict"] != headline["verdict"]
         ]
         row["checked_on"] = len(others) + len(same_pair)
+        # a verdict checked on another kind of machine tests the machine as well as the claim
+        hosts = launch_hosts(pd.concat([group, same_pair]))
+        row["host"] = HOST_SEPARATOR.join(hosts)
+        row["across_hosts"] = len(hosts) > 1
         row["reproduced"] = "not checked" if row["checked_on"] == 0 else ("no" if disagree else "yes")
         row["disagreeing"] = ", ".join(disagree)
         rows.append(row)

@@ -3,7 +3,7 @@
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged, read_table
 from rmbench.replication import replication_table
-from rmbench.tables import simple_latex
+from rmbench.tables import hosts_sentence, simple_latex
 
 COLUMNS = {
     "model": "Model",
@@ -26,7 +26,9 @@ with logged(snakemake.log[0]):
         f"Replication of the latency verdicts against {snakemake.params.baseline} on "
         f"{snakemake.params.headline_set}: the same comparison on every replication set and on the other "
         "model. A verdict that flips there is marked as not reproduced, never dropped; the CSV lists "
-        "every pair of runtimes and each replication's verdict and launch counts."
+        "every pair of runtimes and each replication's verdict and launch counts, and the hosts behind "
+        "each check (across_hosts where they differ)."
     )
     with open(snakemake.output.tex, "w") as f:
-        f.write(simple_latex(shown, COLUMNS, caption.replace("_", "\\_"), "tab:replication"))
+        caption = caption.replace("_", "\\_") + hosts_sentence(shown)
+        f.write(simple_latex(shown, COLUMNS, caption, "tab:replication"))
