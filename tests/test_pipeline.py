@@ -44,7 +44,11 @@ def test_latency_table_has_real_numbers(smoke_run):
     assert (cpu.launches_ok == 2).all()
     assert (cpu.p50_ms > 0).all() and (cpu.p95_ms >= cpu.p50_ms).all()
     assert (cpu.p50_ms_lo <= cpu.p50_ms).all() and (cpu.p50_ms <= cpu.p50_ms_hi).all()
+    # every launch on this machine: one host per cell, named, and no cross-host warning
+    assert cpu.host.nunique() == 1 and cpu.host.iloc[0].endswith(" CPUs")
+    assert not cpu.warning.fillna("").str.contains("host").any()
     tex = (smoke_run / "paper/tables/latency.tex").read_text()
+    assert f"Launches ran on {cpu.host.iloc[0]}." in tex.replace("\\_", "_")
     assert "\\toprule" in tex and "ort\\_python" in tex
     assert (smoke_run / "paper/figures/latency.pdf").stat().st_size > 1000
 
@@ -104,6 +108,9 @@ def test_every_study_has_its_table(smoke_run):
     assert set(language.equivalence) <= {"equivalent", "not shown"}
     assert (language.difference_lo_pct <= language.difference_pct).all()
     assert (language.difference_pct <= language.difference_hi_pct).all()
+    # the per-row difference from the launches' own per-row latencies, inside its interval
+    assert (language.row_difference_ms_lo <= language.row_difference_ms).all()
+    assert (language.row_difference_ms <= language.row_difference_ms_hi).all()
     compile_ = pd.read_csv(smoke_run / "paper/tables/compile.csv")
     assert len(compile_) == 2 and (compile_.first_call_s > 0).all() and (compile_.recompiles >= 0).all()
     gemm = pd.read_csv(smoke_run / "paper/tables/gemm.csv")
@@ -142,6 +149,13 @@ def test_every_study_has_its_table(smoke_run):
     assert (run.ms_per_row_alone >= total.ms_per_row_alone).all() and (run.ratio > 0).all()
     assert ops[ops.matrix_product].op_type.isin(MATRIX_OPS).all() and ops.matrix_product.any()
     assert r"\label{tab:batch-operators}" in (smoke_run / "paper/tables/batch_operators.tex").read_text()
+    # ORT's thread settings on the same rows alone and as batches of 4 copies (thread_probe)
+    threads = pd.read_csv(smoke_run / "paper/tables/batch_threads.csv").set_index("setting")
+    assert list(threads.index) == ["intra_all-sequential-inter_1", "intra_all-parallel-inter_2"]
+    assert set(threads.model) == {"electra"} and (threads.batch == 4).all()
+    assert (threads.alone_ms_per_row > 0).all() and (threads.batched_ms_per_row > 0).all()
+    assert threads.alone_vs_reference.iloc[0] == 1.0 and threads.batched_vs_reference.iloc[0] == 1.0
+    assert r"\label{tab:batch-threads}" in (smoke_run / "paper/tables/batch_threads.tex").read_text()
     concurrency = pd.read_csv(smoke_run / "paper/tables/concurrency.csv")
     # ORT-Python x 4 smoke variants, native its default's own 6, eager 2, fastapi 2, batching server 3
     assert len(concurrency) == 4 + 6 + 2 + 2 + 3 and (concurrency.launches_ok == 2).all()
