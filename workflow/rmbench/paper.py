@@ -124,7 +124,9 @@ def host_numbers(tables: list[pd.DataFrame]) -> dict[str, str]:
     paper names the machine its numbers are from, and says so when they are from several)."""
     hosts: dict[str, set[str]] = {}
     for table in tables:
-        for device, rows in table.groupby("device") if "host" in table else ():
+        if "host" not in table:  # a table from before hosts were recorded
+            continue
+        for device, rows in table.groupby("device"):
             hosts.setdefault(device, set()).update(launch_hosts(rows))
     return {f"host/{device}": latex_escape(" and ".join(sorted(h))) for device, h in hosts.items() if h}
 

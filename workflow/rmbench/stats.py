@@ -253,6 +253,7 @@ def compare_latency(
                     values[cand], values[base], checks.bootstrap, checks.seed
                 )
                 diff_lo, diff_hi = difference_interval(values[cand], values[base])
+                pair_hosts = set(hosts[cand]) | set(hosts[base])
                 rows.append(
                     dict(zip(keys, key if isinstance(key, tuple) else (key,)))
                     | {
@@ -276,8 +277,8 @@ def compare_latency(
                         "n_candidate": ci_c.n,
                         "n_baseline": ci_b.n,
                         # a ratio of two kinds of machine measures the machines as well
-                        "host": HOST_SEPARATOR.join(sorted(set(hosts[cand]) | set(hosts[base]))),
-                        "across_hosts": len(set(hosts[cand]) | set(hosts[base])) > 1,
+                        "host": HOST_SEPARATOR.join(sorted(pair_hosts)),
+                        "across_hosts": len(pair_hosts) > 1,
                     }
                 )
     return pd.DataFrame(rows)
