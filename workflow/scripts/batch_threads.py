@@ -18,7 +18,7 @@ with logged(snakemake.log[0]):
     names = ", ".join(setting_name(s) for s in probe["settings"])
     print(
         f"{model} ({snakemake.input.onnx}): {len(pairs)} rows ({par.warmup} warm-up), each alone and as "
-        f"{probe['batch']} copies, on {names} in turn ({par.threads} threads where intra is all)"
+        f"{probe['batch']} copies, on {names} in turn (intra_all: {par.threads} intra-op threads)"
     )
     results = thread_probe(
         snakemake.input.onnx,
