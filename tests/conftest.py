@@ -20,6 +20,32 @@ TINY = {
     "local_path": None,
 }
 
+# Text a real user may send that the generated data never holds.
+ADVERSARIAL = [
+    ("Héllo Wörld, ça va? Ñandú São Paulo naïve façade", "Résumé: Crème brûlée — déjà vu!"),
+    ("日本語のテキスト 中文字符 한국어", "Mixed 中文 and English words"),
+    ("emoji 😀🎉👍🏽 and flags 🇫🇷", "❤️ ✨ 🥰 math ∑∫√ ≤ ≥ ≠"),
+    ("control\x01\x02chars\x7f and\u200bzero\u200cwidth\u200djoiners\ufeff", "tabs\tand\nnewlines\r\nhere"),
+    ("", "an empty prompt"),
+    ("an empty response", ""),
+    ("", ""),
+    ("word " * 5 + "x" * 5000, "a 5,000-character word above"),
+    (" ".join(["long prompt"] * 600), " ".join(["long response"] * 600)),
+    (" ".join(["short"] * 3), " ".join(["very long response"] * 900)),
+    (" ".join(["very long prompt"] * 900), "short"),
+    ("  leading   and   repeated   spaces  ", "   "),
+    ("Numbers 1,234.56 $99 3:30pm 2nd 1e-7", "URLs https://example.org/a?b=c&d=e#f and e-mail a.b@c.de"),
+    ("quotes “curly” ‘single’ «guillemets» and dashes – —", "ellipsis… and ½ ² ® ™ ©"),
+    ("Ǆ ǅ ǆ İstanbul ß ﬁ ligatures ＦＵＬＬＷＩＤＴＨ", "Ελληνικά Русский עברית العربية हिन्दी"),
+    # Around the spaces the native SentencePiece splits words on: other spaces, marks that
+    # combine with what precedes them, a literal metaspace, repeated words (its cache).
+    (
+        "no\u00a0break \u3000 ideographic \u2003em  \t tab \u0301acute \u0308 e\u0301",
+        "▁literal ▁▁ metaspace▁ x ▁",
+    ),
+    ("the the the The THE the. the, (the) the", "  the  the\u00a0the \u200bthe the\u200b the"),
+]
+
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
@@ -58,3 +84,21 @@ def binary(tmp_path_factory):
         run = subprocess.run(cmd, capture_output=True, text=True, check=False)
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return build / "rmscore"
+
+
+@pytest.fixture(scope="session")
+def tokenizers(tmp_path_factory, tiny_model):
+    """The two tokenizer kinds as the pipeline builds them: WordPiece (ELECTRA) and a trained
+    SentencePiece (DeBERTa-v3)."""
+    from rmbench.models import build_tokenizer, train_sentencepiece
+    from rmbench.synthetic import generate_split
+
+    root = tmp_path_factory.mktemp("tokenizers")
+    lines = [t for d in generate_split(17, 600) for t in d["chosen"].split("\n\n") if t]
+    train_sentencepiece(lines, root / "spm.model", 4000, 17)
+    build_tokenizer(
+        {"name": "d", "architecture": "deberta-v3-large", "source": "synthetic"},
+        root / "deberta",
+        root / "spm.model",
+    )
+    return {"electra": tiny_model["model"], "deberta": root / "deberta"}

@@ -1,7 +1,10 @@
 """The tokenizer microbenchmark: microseconds per (prompt, response) pair, tokenization alone.
 
 Compares the native engine's tokenizers with the Hugging Face fast (Rust) and slow (Python)
-ones on the same rows, with the same truncation (longest_first to max_length).
+ones on the same rows, with the same truncation (longest_first to max_length). `hf_backend` is
+the fast one's Rust tokenizer called directly (the `tokenizers` library, no transformers around
+it): the difference to `hf_fast` is what transformers' Python wrapper costs, the rest is the
+library itself.
 """
 
 from __future__ import annotations
@@ -12,18 +15,33 @@ import numpy as np
 
 from .launch import percentile_summary
 
-TOKENIZERS = ("native", "hf_fast", "hf_slow")
+TOKENIZERS = ("native", "hf_fast", "hf_backend", "hf_slow")
+HF_TOKENIZERS = TOKENIZERS[1:]
 
 
-def time_hf(
-    model_dir, pairs, fast: bool, repeat: int, warmup: int, max_length: int
-) -> tuple[list[float], list[float]]:
+def hf_encoder(model_dir, name: str, max_length: int):
+    """One pair -> its token ids, the way Hugging Face tokenizer `name` (see HF_TOKENIZERS) does it."""
     from transformers import AutoTokenizer
     from transformers.utils import logging
 
     logging.set_verbosity_error()  # the slow tokenizers warn on every truncated pair
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, use_fast=fast)
-    encode = lambda p, r: tokenizer(p, r, truncation=True, max_length=max_length)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, use_fast=name != "hf_slow")
+    if name == "hf_backend":
+        # A copy, so the wrapper's own truncation settings stay as they were.
+        from tokenizers import Tokenizer
+
+        backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+        backend.enable_truncation(max_length, strategy="longest_first")
+        backend.no_padding()
+        # transformers drops an empty second text (`if text_pair`): no pair, one [SEP] fewer.
+        return lambda p, r: (backend.encode(p, r) if r else backend.encode(p)).ids
+    return lambda p, r: tokenizer(p, r, truncation=True, max_length=max_length)["input_ids"]
+
+
+def time_hf(
+    model_dir, pairs, name: str, repeat: int, warmup: int, max_length: int
+) -> tuple[list[float], list[float]]:
+    encode = hf_encoder(model_dir, name, max_length)
     for p, r in pairs[:warmup]:
         encode(p, r)
     times = np.zeros((repeat, len(pairs)))
@@ -54,8 +72,8 @@ def run_tokenizer_launch(cell: dict, rows: list[dict], model_dir, binary, settin
     name = cell["runtime"]
     if name == "native":
         per_pair, per_pass = time_native(binary, model_dir, pairs, *args)
-    elif name in ("hf_fast", "hf_slow"):
-        per_pair, per_pass = time_hf(model_dir, pairs, name == "hf_fast", *args)
+    elif name in HF_TOKENIZERS:
+        per_pair, per_pass = time_hf(model_dir, pairs, name, *args)
     else:
         raise ValueError(f"unknown tokenizer '{name}' ({', '.join(TOKENIZERS)})")
     metrics = percentile_summary(per_pair, "us") | {
