@@ -212,3 +212,75 @@ def test_study_tables_mark_a_verdict_that_did_not_reproduce():
     assert table[table.set == "set150"]["reproduced"].isna().all()  # flags belong to the headline set
     latex = study_latex(table, "batching", "batching~none+batch~1", "Batching.", "tab:batching")
     assert r"slower$^\ddagger$" in latex and "not reproduced" in latex
+
+
+AMX = {"cpu": "Intel Xeon", "cpu_flags": ["avx2", "avx512f", "amx_tile"], "usable_cpus": 2}
+AVX2 = {"cpu": "AMD EPYC", "cpu_flags": ["avx2"], "usable_cpus": 2}
+AMX_HOST, AVX2_HOST = "Intel Xeon, AMX, 2 CPUs", "AMD EPYC, AVX2, 2 CPUs"
+
+
+def test_tables_from_probe_records_name_the_hosts_the_probes_ran_on():
+    from rmbench.tables import with_record_hosts
+    from rmbench.thread_probe import thread_latex, thread_table
+
+    result = {"name": "intra_all-sequential-inter_1", "threads_used": 2, "batch": 8, "rows": 4}
+    result |= {"alone_ms_per_row": 10.0, "batched_ms_per_row": 9.0}
+    records = [
+        {"model": "deberta", "results": [result], "provenance": AMX},
+        {"model": "electra", "results": [result], "provenance": AMX},
+    ]
+    table = with_record_hosts(thread_table({r["model"]: r["results"] for r in records}), records)
+    assert list(table["host"]) == [AMX_HOST, AMX_HOST]
+    assert thread_latex(table).count(f"Measured on {AMX_HOST}.") == 1
+    # one model probed on another kind of machine too: both named; a record without provenance names none
+    records.append({"model": "electra", "results": [result], "provenance": AVX2})
+    records.append({"model": "deberta", "results": [result]})
+    table = with_record_hosts(table.drop(columns="host"), records)
+    assert list(table["host"]) == [AMX_HOST, f"{AVX2_HOST}; {AMX_HOST}"]
+    assert f"Measured on {AVX2_HOST} and {AMX_HOST}." in thread_latex(table)
+    unrecorded = with_record_hosts(thread_table({"m": [result]}), [{"model": "m", "results": [result]}])
+    assert list(unrecorded["host"]) == [""] and "Measured on" not in thread_latex(unrecorded)
+
+
+def test_gate_tables_name_the_hosts_of_the_gates_and_of_the_launches_timed_against_them():
+    from rmbench.decomposition import fidelity_latex, fidelity_table, sweep_latex, sweep_table
+
+    gate = {"pairs": 60, "flipped": 1, "mean_abs_delta": 0.1, "max_abs_delta": 0.3, "fp32_median_margin": 0.2}
+    gate |= {"preference_agreement": 0.98, "passed": False, "min_agreement": 0.99, "model": "m"}
+    settings = {"weight_type": "qint8", "per_channel": False, "reduce_range": False, "matmuls": "all"}
+    sweep = sweep_table([gate | {"settings": settings, "quantized_matmuls": 8, "provenance": AVX2}], [])
+    assert list(sweep["host"]) == [AVX2_HOST] and f"Gates ran on {AVX2_HOST}." in sweep_latex(sweep, 0.99)
+    # the gate on one machine, its speed-up's launches on another: both named
+    report = gate | {"runtime": "native", "params": "set~s+precision~int8", "provenance": AVX2}
+    comparison = {"model": "m", "device": "cpu", "set": "s", "metric": "p50_ms", "speedup": 1.5}
+    comparison |= {"candidate": "native precision=int8", "baseline": "ort_python graph=all", "host": AMX_HOST}
+    comparison |= {"speedup_conservative": 1.2, "verdict": "faster"}
+    fidelity = fidelity_table([report], pd.DataFrame([comparison]))
+    assert fidelity["host"].iloc[0] == f"{AVX2_HOST}; {AMX_HOST}"
+    assert f"Gates and launches ran on {AVX2_HOST} and {AMX_HOST}." in fidelity_latex(fidelity, 0.99)
+    # an old gate record without provenance, no comparison found: no host, no sentence
+    old = fidelity_table([report | {"provenance": None}], pd.DataFrame([comparison | {"set": "t"}]))
+    assert old["host"].iloc[0] == "" and "ran on" not in fidelity_latex(old, 0.99)
+
+
+def test_roofline_and_gap_tables_name_their_hosts():
+    from rmbench.decomposition import gap_latex, gap_table
+
+    launches = pd.DataFrame(
+        {"model": ["m"] * 2, "runtime": ["native"] * 2, "set": ["main60"] * 2, "device": ["cpu"] * 2}
+        | {"status": ["ok"] * 2, "gflops": [10.0, 12.0], "threads": [2, 2], "host": [AMX_HOST] * 2}
+    )
+    gemm = pd.DataFrame({"model": ["m"] * 2, "runtime": ["numpy", "torch"], "launches_ok": [3, 3]})
+    gemm = gemm.assign(gflops=[40.0, 20.0], host=[AVX2_HOST, "never used"])
+    roofline = roofline_table(launches, gemm, "main60")
+    assert roofline["host"].iloc[0] == f"{AVX2_HOST}; {AMX_HOST}"  # the launches' and the ceiling's
+    steps = ["hf_eager precision=fp32", "ort_python graph=all"]
+    summary = pd.DataFrame(
+        [
+            {"model": "m", "device": "cpu", "set": "s", "step": step, "launches_ok": 2, "gflops": 20.0}
+            | {"p50_ms": p50, "p50_ms_lo": p50 - 1, "p50_ms_hi": p50 + 1, "host": AMX_HOST}
+            for step, p50 in [(steps[0], 100.0), (steps[1], 50.0)]
+        ]
+    )
+    gap = gap_table(summary, steps[0])
+    assert set(gap["host"]) == {AMX_HOST} and f"Launches ran on {AMX_HOST}." in gap_latex(gap, "s")

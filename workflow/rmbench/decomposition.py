@@ -31,7 +31,9 @@ import pandas as pd
 from .cells import parse_params
 from .export import GRAPH_LEVELS, ort_scores, ort_session
 from .models import load_tokenizer
-from .tables import fmt_ci, fmt_pct, simple_latex, step_name
+from .provenance import host_label
+from .stats import HOST_SEPARATOR, launch_hosts
+from .tables import fmt_ci, fmt_pct, hosts_sentence, simple_latex, step_name
 
 # What each ONNX Runtime graph level adds to the one before (config steps are
 # "ort_python graph=<level>"; ORT-Python without a graph key runs at "all").
@@ -101,6 +103,7 @@ def gap_table(
     rows = []
     for (model, device, set_name), group in summary.groupby(["model", "device", "set"], sort=True):
         p50 = {step: _metric(group, step) for step in group["step"]}
+        hosts = dict(zip(group["step"], group["host"])) if "host" in group else {}
         total = p50.get(baseline, math.nan) - p50.get(ORT_FP32, math.nan)
         listed = set()
         for chain_index, (path, chain) in enumerate(chains.items()):
@@ -129,6 +132,7 @@ def gap_table(
                             "share_of_gap": saved / total if chain_index == 0 and total > 0 else math.nan,
                             "gflops": gflops,
                             "fraction_of_ceiling": gflops / ceilings.get(model, ("", math.nan))[1],
+                            "host": hosts.get(step, ""),
                         }
                         | {
                             column: getattr(probe, column, math.nan)
@@ -319,7 +323,7 @@ def batch_operator_latex(table: pd.DataFrame, top: int = 5) -> str:
         "Each row alone and batched in turn, in one session; a few percent of an operator's time is "
         "noise, and profiling slows every operator a little: read the differences. Total: the kernels' sum; session run: all of "
         "\\texttt{session.run}."
-    )
+    ) + hosts_sentence(table, "Measured on")
     return simple_latex(
         shown,
         {
@@ -347,7 +351,7 @@ def operator_latex(table: pd.DataFrame) -> str:
         "profiler, mean per row over the decomposition rows after warm-up, and its share of all operator "
         "time; the last row of each model sums the matrix products (MatMul, FusedMatMul, Gemm), the "
         "part a faster GEMM can speed up. The profiler slows every operator a little: read the shares."
-    )
+    ) + hosts_sentence(table, "Measured on")
     return simple_latex(
         shown,
         {"model": "Model", "op_type": "Operator", "ms": "ms per row", "pct": "Share"},
@@ -380,6 +384,7 @@ def fidelity_table(reports: list[dict], comparisons: pd.DataFrame) -> pd.DataFra
             "gate": "passed" if r["passed"] else "failed",
             "min_agreement": r["min_agreement"],
         }
+        hosts = {host_label(r.get("provenance") or {})}  # the gate's, then its speed-ups' launches
         for label, names in (("own_fp32", fp32_counterparts(step)), ("ort_fp32", [ORT_FP32])):
             keys = [(r["model"], "cpu", set_name, step, name) for name in names]
             key = next((k for k in keys if k in vs.index), keys[0])
@@ -390,7 +395,9 @@ def fidelity_table(reports: list[dict], comparisons: pd.DataFrame) -> pd.DataFra
                 f"conservative_vs_{label}": found["speedup_conservative"] if found is not None else math.nan,
                 f"verdict_vs_{label}": found["verdict"] if found is not None else "",
             }
-        rows.append(row)
+            if found is not None:
+                hosts.update(launch_hosts(pd.DataFrame([found])))
+        rows.append(row | {"host": HOST_SEPARATOR.join(sorted(h for h in hosts if h))})
     return pd.DataFrame(rows)
 
 
@@ -434,7 +441,7 @@ def gap_latex(gap: pd.DataFrame, set_name: str) -> str:
         "best measured fp32 GEMM rate: probed in each launch right after its timed region where the study "
         "does (mean of the launches' fractions [95\\% t-interval]), else the gemm study's. Intervals and "
         "verdicts of every pair are in the decomposition table."
-    )
+    ) + hosts_sentence(gap)
     return simple_latex(shown, columns, caption, "tab:decomposition-gap")
 
 
@@ -476,7 +483,7 @@ def fidelity_latex(fidelity: pd.DataFrame, min_agreement: float) -> str:
         "share whose preference agrees with fp32 ONNX Runtime, and the change of the scores; a variant "
         f"below {100 * min_agreement:g}\\% agreement is marked failed, whatever its speed. Speed-ups are "
         "per-row p50 ratios (conservative bound in parentheses) with the verdict of non-overlapping intervals."
-    )
+    ) + hosts_sentence(fidelity, "Gates and launches ran on")
     return simple_latex(shown, columns, caption, "tab:fidelity")
 
 
@@ -489,6 +496,7 @@ def sweep_table(reports: list[dict], timed: list[dict]) -> pd.DataFrame:
         | {k: r[k] for k in ("quantized_matmuls", "pairs", "preference_agreement", "flipped")}
         | {k: r[k] for k in ("mean_abs_delta", "max_abs_delta", "fp32_median_margin", "min_agreement")}
         | {"gate": "passed" if r["passed"] else "failed", "timed": r["settings"] in timed}
+        | {"host": host_label(r.get("provenance") or {})}
         for r in reports
     ]
     return pd.DataFrame(rows).sort_values(["model", "preference_agreement"], ascending=[True, False])
@@ -519,5 +527,5 @@ def sweep_latex(sweep: pd.DataFrame, min_agreement: float) -> str:
         "only the feed-forward or attention ones, through the fidelity gate against fp32 ONNX Runtime "
         f"(below {100 * min_agreement:g}\\% agreement: failed). Not timed here; the decomposition study "
         "times the settings marked (timed)."
-    )
+    ) + hosts_sentence(sweep, "Gates ran on")
     return simple_latex(shown, columns, caption, "tab:int8-sweep")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .stats import t_interval
+from .stats import HOST_SEPARATOR, launch_hosts, t_interval
 
 
 def ceilings(gemm_summary: pd.DataFrame) -> dict[str, tuple[str, float]]:
@@ -65,6 +65,7 @@ def roofline_table(
             continue
         library, ceiling = best[model]
         achieved = t_interval(group["gflops"].to_numpy())
+        ceiling_cell = gemm_summary[(gemm_summary["model"] == model) & (gemm_summary["runtime"] == library)]
         rows.append(
             {
                 "model": model,
@@ -77,6 +78,8 @@ def roofline_table(
                 "ceiling_gflops": ceiling,
                 "fraction_of_ceiling": achieved.mean / ceiling,
                 "threads": int(group["threads"].iloc[0]),
+                # the runtime's launches and the gemm cell its ceiling comes from
+                "host": HOST_SEPARATOR.join(sorted({*launch_hosts(group), *launch_hosts(ceiling_cell)})),
             }
         )
     table = pd.DataFrame(rows)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .cells import parse_params
 from .provenance import host_label
-from .stats import launch_hosts, per_row_difference
+from .stats import HOST_SEPARATOR, launch_hosts, per_row_difference
 
 CELL_KEYS = ["study", "model", "device", "runtime", "params", "launch"]
 
@@ -268,10 +268,24 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
     return booktabs(colspec, head, body, caption + hosts_sentence(table), label)
 
 
-def hosts_sentence(table: pd.DataFrame) -> str:
-    """' Launches ran on <host>.' for a caption: which machine the numbers are from."""
+def hosts_sentence(table: pd.DataFrame, subject: str = "Launches ran on") -> str:
+    """' Launches ran on <host>.' for a caption: which machine the numbers are from (none where
+    the table has no hosts)."""
     hosts = launch_hosts(table)
-    return " " + latex_escape(f"Launches ran on {' and '.join(hosts)}.") if hosts else ""
+    return " " + latex_escape(f"{subject} {' and '.join(hosts)}.") if hosts else ""
+
+
+def with_record_hosts(table: pd.DataFrame, records: list[dict], key: str = "model") -> pd.DataFrame:
+    """`table` with a `host` column: the kinds of machine (provenance.host_label) of the records
+    its rows come from, matched on `key`. For tables built from probe or gate records, which carry
+    their provenance (a record without one names no host)."""
+    if key not in table:  # an empty table
+        return table
+    hosts: dict[str, set[str]] = {}
+    for record in records:
+        label = host_label(record.get("provenance") or {})
+        hosts.setdefault(record[key], set()).update([label] if label else [])
+    return table.assign(host=[HOST_SEPARATOR.join(sorted(hosts.get(k, ()))) for k in table[key]])
 
 
 LANGUAGE_PAIR = ("native", "ort_python")  # candidate, baseline: the same engine from C++ and Python

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .export import ort_feed, ort_session
 from .models import encode, load_tokenizer
-from .tables import simple_latex
+from .tables import hosts_sentence, simple_latex
 
 
 def setting_name(setting: dict) -> str:
@@ -131,7 +131,7 @@ def thread_latex(table: pd.DataFrame) -> str:
         "session per setting in turn, in one process. A setting: intra-op threads (all: the project's "
         "count), sequential or parallel execution, inter-op threads; the first is the project's. "
         "Batched/alone below 1: the batch is cheaper per row; against the first above 1: slower."
-    )
+    ) + hosts_sentence(table, "Measured on")
     columns = {"model": "Model", "setting": "Setting", "alone": "Alone", "batched": "Batched"}
     columns |= {c: header for c, header in RATIOS.items()}
     return simple_latex(shown, columns, caption, "tab:batch-threads")

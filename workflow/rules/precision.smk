@@ -229,6 +229,7 @@ rule int8_sweep:
         mem_mb=12000,
     params:
         settings=sweep_setting,
+        repo=workflow.basedir,
         threads=threads(),
         max_length=config["data"]["max_length"],
         min_agreement=config["fidelity"]["min_agreement"],

@@ -4,13 +4,15 @@ row alone and batched, per model."""
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.decomposition import batch_operator_latex, batch_operator_table
 from rmbench.glue import logged, read_json
+from rmbench.tables import with_record_hosts
 
 with logged(snakemake.log[0]):
-    profiles = {}
-    for path in snakemake.input:  # every model and export
-        found = read_json(path)
-        profiles[found["model"], found["optimizer"]] = {int(b): p for b, p in found["profiles"].items()}
-    table = batch_operator_table(profiles)
+    records = [read_json(path) for path in snakemake.input]  # every model and export
+    profiles = {
+        (found["model"], found["optimizer"]): {int(b): p for b, p in found["profiles"].items()}
+        for found in records
+    }
+    table = with_record_hosts(batch_operator_table(profiles), records)
     table.to_csv(snakemake.output.csv, index=False)
     with open(snakemake.output.tex, "w") as f:
         f.write(batch_operator_latex(table))

@@ -2,11 +2,12 @@
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged, read_json
+from rmbench.tables import with_record_hosts
 from rmbench.thread_probe import thread_latex, thread_table
 
 with logged(snakemake.log[0]):
-    probes = {found["model"]: found["results"] for found in map(read_json, snakemake.input)}
-    table = thread_table(probes)
+    records = [read_json(path) for path in snakemake.input]
+    table = with_record_hosts(thread_table({found["model"]: found["results"] for found in records}), records)
     table.to_csv(snakemake.output.csv, index=False)
     with open(snakemake.output.tex, "w") as f:
         f.write(thread_latex(table))

@@ -14,6 +14,7 @@ from rmbench.decomposition import (
 from rmbench.figures import decomposition_figure, gap_figure
 from rmbench.glue import logged, read_json, read_table
 from rmbench.roofline import ceilings, in_launch_fractions
+from rmbench.tables import with_record_hosts
 
 with logged(snakemake.log[0]):
     inp, out, par = snakemake.input, snakemake.output, snakemake.params
@@ -30,7 +31,8 @@ with logged(snakemake.log[0]):
     fidelity.to_csv(out.fidelity_csv, index=False)
     with open(out.fidelity_tex, "w") as f:
         f.write(fidelity_latex(fidelity, par.min_agreement))
-    operators = operator_table({p["model"]: p for p in map(read_json, inp.get("operators", []))})
+    profiles = [read_json(path) for path in inp.get("operators", [])]
+    operators = with_record_hosts(operator_table({p["model"]: p for p in profiles}), profiles)
     operators.to_csv(out.operators_csv, index=False)
     with open(out.operators_tex, "w") as f:
         f.write(operator_latex(operators))

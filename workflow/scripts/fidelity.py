@@ -8,6 +8,7 @@ from rmbench.cells import parse_params
 from rmbench.data import load_set
 from rmbench.glue import logged, read_json, write_json
 from rmbench.precision import fidelity_report, loaded
+from rmbench.provenance import provenance
 from rmbench.runtimes import runtime_class, spare_torch_import
 
 with logged(snakemake.log[0]):
@@ -21,6 +22,7 @@ with logged(snakemake.log[0]):
     fp32, rows, gate = read_json(inp.fp32_scores), load_set(inp.rows), par.fidelity["min_agreement"]
     report = loaded(variant, lambda runtime: fidelity_report(runtime, fp32, rows, gate))
     report |= {"model": w.model, "runtime": w.runtime, "params": w.params, "threads": par.threads}
+    report["provenance"] = provenance(par.repo, "cpu")  # int8 kernels differ by instruction set
     write_json(report, snakemake.output[0])
     verdict = "passed" if report["passed"] else "FAILED (its launches run; the tables mark it failed)"
     print(

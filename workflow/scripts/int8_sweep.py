@@ -10,6 +10,7 @@ import onnx
 from rmbench.data import load_set
 from rmbench.glue import logged, read_json, write_json
 from rmbench.precision import fidelity_report, loaded, quantize_int8
+from rmbench.provenance import provenance
 from rmbench.runtimes import runtime_class
 
 INTEGER_MATMULS = ("MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat")
@@ -30,6 +31,7 @@ with logged(snakemake.log[0]):
         "settings": par.settings,
         "quantized_matmuls": sum(ops[op] for op in INTEGER_MATMULS),
         "threads": par.threads,
+        "provenance": provenance(par.repo, "cpu"),  # int8 kernels differ by instruction set
     }
     write_json(report, snakemake.output[0])
     print(

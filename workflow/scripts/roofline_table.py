@@ -3,7 +3,7 @@
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged, read_table
 from rmbench.roofline import roofline_table
-from rmbench.tables import fmt_ci, fmt_pct, simple_latex
+from rmbench.tables import fmt_ci, fmt_pct, hosts_sentence, simple_latex
 
 with logged(snakemake.log[0]):
     launches = read_table(snakemake.input.launches)
@@ -34,6 +34,6 @@ with logged(snakemake.log[0]):
         "layer's matmuls at the same thread count in the gemm study, and against the ceiling probed in each "
         "launch right after its timed region (the faster of ONNX Runtime/MLAS and numpy at the launch's "
         "median row length): mean of the per-launch fractions with its 95\\% t-interval."
-    )
+    ) + hosts_sentence(table)
     with open(snakemake.output.tex, "w") as f:
         f.write(simple_latex(shown, columns, caption, "tab:roofline"))
