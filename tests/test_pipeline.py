@@ -53,6 +53,13 @@ def test_latency_table_has_real_numbers(smoke_run):
     assert (smoke_run / "paper/figures/latency.pdf").stat().st_size > 1000
 
 
+def test_every_table_names_the_machine_it_was_measured_on(smoke_run):
+    host = pd.read_csv(smoke_run / "paper/tables/latency.csv").host.iloc[0]
+    tables = [t for t in sorted((smoke_run / "paper/tables").glob("*.tex")) if t.name != "numbers.tex"]
+    unnamed = [t.name for t in tables if f" on {host}." not in t.read_text().replace("\\_", "_")]
+    assert len(tables) >= 17 and not unnamed, unnamed
+
+
 def test_parity_reports_and_launch_records(smoke_run):
     for model in ("deberta", "electra"):
         report = json.loads((smoke_run / f"results/correctness/{model}.json").read_text())
