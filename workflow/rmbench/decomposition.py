@@ -32,7 +32,7 @@ from .cells import parse_params
 from .export import GRAPH_LEVELS, ort_scores, ort_session
 from .models import load_tokenizer
 from .provenance import host_label
-from .stats import HOST_SEPARATOR, launch_hosts
+from .stats import cell_hosts, host_cell
 from .tables import fmt_ci, fmt_pct, hosts_sentence, simple_latex, step_name
 
 # What each ONNX Runtime graph level adds to the one before (config steps are
@@ -396,8 +396,8 @@ def fidelity_table(reports: list[dict], comparisons: pd.DataFrame) -> pd.DataFra
                 f"verdict_vs_{label}": found["verdict"] if found is not None else "",
             }
             if found is not None:
-                hosts.update(launch_hosts(pd.DataFrame([found])))
-        rows.append(row | {"host": HOST_SEPARATOR.join(sorted(h for h in hosts if h))})
+                hosts.update(cell_hosts(found.get("host")))
+        rows.append(row | {"host": host_cell(hosts)})
     return pd.DataFrame(rows)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .stats import HOST_SEPARATOR, launch_hosts
+from .stats import host_cell, launch_hosts
 
 COMPARED = ["metric", "candidate", "baseline"]
 
@@ -51,7 +51,7 @@ def replication_table(
         row["checked_on"] = len(others) + len(same_pair)
         # a verdict checked on another kind of machine tests the machine as well as the claim
         hosts = launch_hosts(pd.concat([group, same_pair]))
-        row["host"] = HOST_SEPARATOR.join(hosts)
+        row["host"] = host_cell(hosts)
         row["across_hosts"] = len(hosts) > 1
         row["reproduced"] = "not checked" if row["checked_on"] == 0 else ("no" if disagree else "yes")
         row["disagreeing"] = ", ".join(disagree)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .stats import HOST_SEPARATOR, launch_hosts, t_interval
+from .stats import host_cell, launch_hosts, t_interval
 
 
 def ceilings(gemm_summary: pd.DataFrame) -> dict[str, tuple[str, float]]:
@@ -79,7 +79,7 @@ def roofline_table(
                 "fraction_of_ceiling": achieved.mean / ceiling,
                 "threads": int(group["threads"].iloc[0]),
                 # the runtime's launches and the gemm cell its ceiling comes from
-                "host": HOST_SEPARATOR.join(sorted({*launch_hosts(group), *launch_hosts(ceiling_cell)})),
+                "host": host_cell([*launch_hosts(group), *launch_hosts(ceiling_cell)]),
             }
         )
     table = pd.DataFrame(rows)

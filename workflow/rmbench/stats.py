@@ -215,7 +215,7 @@ def summarize(
         order = ok["order"] if "order" in ok else pd.Series(np.nan, index=ok.index)
         warnings = instability_warnings(ok[metrics[0]], order, checks)
         hosts = launch_hosts(ok)
-        row["host"] = HOST_SEPARATOR.join(hosts)
+        row["host"] = host_cell(hosts)
         if len(hosts) > 1:
             warnings.append(f"launches on {len(hosts)} kinds of host")
         row["warning"] = "; ".join(warnings)
@@ -226,13 +226,23 @@ def summarize(
 HOST_SEPARATOR = "; "  # between the kinds of host of one cell (a host label has commas)
 
 
+def host_cell(hosts) -> str:
+    """A `host` column's text for these kinds of machine (provenance.host_label): each once,
+    sorted; '' for none."""
+    return HOST_SEPARATOR.join(sorted({h for h in hosts if h}))
+
+
+def cell_hosts(cell) -> list[str]:
+    """The kinds of machine a `host` cell names (none for an empty or missing one)."""
+    return [h for h in cell.split(HOST_SEPARATOR) if h] if isinstance(cell, str) else []
+
+
 def launch_hosts(rows: pd.DataFrame) -> list[str]:
     """The kinds of machine these launches (or summary rows) ran on, from their `host` column
-    (provenance.host_label; a summary row lists several); none where unrecorded."""
+    (a summary row lists several); none where unrecorded."""
     if "host" not in rows:
         return []
-    cells = rows["host"].astype(object).dropna()
-    return sorted({h for cell in cells for h in str(cell).split(HOST_SEPARATOR) if h})
+    return sorted({h for cell in rows["host"] for h in cell_hosts(cell)})
 
 
 def compare_latency(
@@ -277,7 +287,7 @@ def compare_latency(
                         "n_candidate": ci_c.n,
                         "n_baseline": ci_b.n,
                         # a ratio of two kinds of machine measures the machines as well
-                        "host": HOST_SEPARATOR.join(sorted(pair_hosts)),
+                        "host": host_cell(pair_hosts),
                         "across_hosts": len(pair_hosts) > 1,
                     }
                 )

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .cells import parse_params
 from .provenance import host_label
-from .stats import HOST_SEPARATOR, launch_hosts, per_row_difference
+from .stats import host_cell, launch_hosts, per_row_difference
 
 CELL_KEYS = ["study", "model", "device", "runtime", "params", "launch"]
 
@@ -283,9 +283,8 @@ def with_record_hosts(table: pd.DataFrame, records: list[dict], key: str = "mode
         return table
     hosts: dict[str, set[str]] = {}
     for record in records:
-        label = host_label(record.get("provenance") or {})
-        hosts.setdefault(record[key], set()).update([label] if label else [])
-    return table.assign(host=[HOST_SEPARATOR.join(sorted(hosts.get(k, ()))) for k in table[key]])
+        hosts.setdefault(record[key], set()).add(host_label(record.get("provenance") or {}))
+    return table.assign(host=[host_cell(hosts.get(k, ())) for k in table[key]])
 
 
 LANGUAGE_PAIR = ("native", "ort_python")  # candidate, baseline: the same engine from C++ and Python

@@ -49,7 +49,7 @@ rule study_table:
     params:
         baseline=lambda wildcards: study_baseline(wildcards.study),
         caption=lambda wildcards: STUDY_CAPTIONS[wildcards.study],
-        headline_set=lambda wildcards: config["studies"][wildcards.study]["sets"][0],
+        headline_set=lambda wildcards: headline_set(wildcards.study),
     script:
         "../scripts/study_table.py"
 
@@ -88,7 +88,7 @@ rule replication_table:
     conda:
         "../../envs/analysis.yaml"
     params:
-        headline_set=config["studies"]["latency"]["sets"][0],
+        headline_set=headline_set("latency"),
         baseline=study_baseline("latency"),
     script:
         "../scripts/replication_table.py"
@@ -108,7 +108,7 @@ rule roofline_table:
     conda:
         "../../envs/analysis.yaml"
     params:
-        headline_set=config["studies"]["latency"]["sets"][0],
+        headline_set=headline_set("latency"),
     script:
         "../scripts/roofline_table.py"
 
@@ -199,7 +199,7 @@ rule study_figure:
     conda:
         "../../envs/analysis.yaml"
     params:
-        set=lambda wildcards: config["studies"][wildcards.figure]["sets"][0],
+        set=lambda wildcards: headline_set(wildcards.figure),
     script:
         "../scripts/study_figure.py"
 
@@ -242,7 +242,7 @@ rule decomposition_tables:
         "../../envs/analysis.yaml"
     params:
         baseline=study_baseline("decomposition"),
-        headline_set=config["studies"]["decomposition"]["sets"][0],
+        headline_set=headline_set("decomposition"),
         min_agreement=config["fidelity"]["min_agreement"],
     script:
         "../scripts/decomposition_tables.py"
@@ -284,7 +284,7 @@ rule paper_numbers:
     conda:
         "../../envs/analysis.yaml"
     params:
-        headline_sets={s: config["studies"][s]["sets"][0] for s in enabled_studies()},
+        headline_sets={s: headline_set(s) for s in enabled_studies()},
     script:
         "../scripts/paper_numbers.py"
 

@@ -131,6 +131,16 @@ def study_baseline(study):
     return cfg.get("baseline") or next(iter(cfg["runtimes"]))
 
 
+def headline_set(study):
+    """The set a study's tables and paper numbers lead with: its first."""
+    return config["studies"][study]["sets"][0]
+
+
+def headline_rows(study):
+    """The rows of a study's headline set (what its one-process probes score)."""
+    return f"results/data/{headline_set(study)}.jsonl"
+
+
 def enabled_studies():
     return sorted({cell["study"] for cell in CELLS})
 
@@ -235,7 +245,7 @@ def notebook_parameters():
         "paper_tables": "paper/tables",
         "out": "results/notebook",
         "studies": figure_studies(),
-        "headline_sets": {s: config["studies"][s]["sets"][0] for s in figure_studies()},
+        "headline_sets": {s: headline_set(s) for s in figure_studies()},
     }
 
 

@@ -130,9 +130,7 @@ rule ort_operators:
     input:
         onnx="results/onnx/{model}/model.onnx",
         model="results/models/{model}",
-        rows=lambda wildcards: "results/data/{}.jsonl".format(
-            config["studies"]["decomposition"]["sets"][0]
-        ),
+        rows=headline_rows("decomposition"),
     output:
         "results/decomposition/operators/{model}.json",
     log:
@@ -159,9 +157,7 @@ rule batch_operators:
     input:
         onnx=lambda wildcards: onnx_file(wildcards.model, "fp32", wildcards.optimizer),
         model="results/models/{model}",
-        rows=lambda wildcards: "results/data/{}.jsonl".format(
-            config["studies"]["batching"]["sets"][0]
-        ),
+        rows=headline_rows("batching"),
     output:
         "results/batching/operators/{model}/{optimizer}.json",
     log:
@@ -188,9 +184,7 @@ rule batch_threads:
     input:
         onnx=lambda wildcards: onnx_file(wildcards.model, "fp32"),
         model="results/models/{model}",
-        rows=lambda wildcards: "results/data/{}.jsonl".format(
-            config["studies"]["batching"]["sets"][0]
-        ),
+        rows=headline_rows("batching"),
     output:
         "results/batching/threads/{model}.json",
     log:
