@@ -15,8 +15,6 @@ def test_the_rust_backend_called_directly_gives_the_fast_tokenizers_ids(
     backend = hf_encoder(tokenizers[kind], "hf_backend", max_length)
     for p, r in pairs:
         assert backend(p, r) == fast(p, r), (p[:40], r[:40])
-    # The copy's truncation does not leak into the tokenizer a runtime would use.
-    assert len(hf_encoder(tokenizers[kind], "hf_fast", 4096)(*ADVERSARIAL[8])) > 512
 
 
 @pytest.mark.parametrize("name", HF_TOKENIZERS)

@@ -26,11 +26,8 @@ def hf_encoder(model_dir, name: str, max_length: int):
 
     logging.set_verbosity_error()  # the slow tokenizers warn on every truncated pair
     tokenizer = AutoTokenizer.from_pretrained(model_dir, use_fast=name != "hf_slow")
-    if name == "hf_backend":
-        # A copy, so the wrapper's own truncation settings stay as they were.
-        from tokenizers import Tokenizer
-
-        backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    if name == "hf_backend":  # this tokenizer's own Rust one: the wrapper is not used again
+        backend = tokenizer.backend_tokenizer
         backend.enable_truncation(max_length, strategy="longest_first")
         backend.no_padding()
         # transformers drops an empty second text (`if text_pair`): no pair, one [SEP] fewer.
