@@ -1,9 +1,17 @@
 """The cell table and one launch's status handling, on a tiny real model."""
 
+import itertools
+
 import pytest
 import yaml
 from conftest import ROOT
-from rmbench.cells import cell_table, format_params, launch_priorities, parse_params
+from rmbench.cells import (
+    cell_table,
+    comparison_block,
+    format_params,
+    launch_priorities,
+    parse_params,
+)
 from rmbench.export import reference_scores
 from rmbench.launch import is_oom, run_launch
 
@@ -69,16 +77,24 @@ def test_cell_table_of_the_default_config():
     assert fastapi == {"set~main60+mode~shared+clients~1", "set~main60+mode~shared+clients~4"}
 
 
-def test_launches_are_interleaved_round_robin_in_a_seeded_order():
+def test_launches_run_block_by_block_round_robin_in_a_seeded_order():
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    cells = [c for c in cell_table(config) if c["study"] == "latency" and c["device"] == "cpu"]
+    cells = [c for c in cell_table(config) if c["device"] == "cpu"]
     priority = launch_priorities(cells, seed=5)
     order = sorted(cells, key=lambda c: -priority[c["path"]])
-    rounds = [c["launch"] for c in order]
+    blocks = [comparison_block(c) for c in order]
+    # each block's launches run together: a block never resumes once another has begun
+    assert len(list(itertools.groupby(blocks))) == len(set(blocks)) > 10
+    assert blocks[0] == ("latency", "deberta", "cpu", "main60")
+    latency = [c for c in order if comparison_block(c) == blocks[0]]
+    rounds = [c["launch"] for c in latency]
     assert rounds == sorted(rounds)  # every cell's launch 1 before any launch 2, and so on
-    first_round = [c["runtime"] for c in order if c["launch"] == 1]
-    # shuffled within a round: runtimes are not run in blocks
-    assert len({tuple(first_round[i : i + 3]) for i in range(len(first_round) - 2)}) > 3
+    first_round = [c["runtime"] for c in latency if c["launch"] == 1]
+    assert sorted(first_round) == sorted(config["studies"]["latency"]["runtimes"])
+    # shuffled within a round: the runtimes' order changes from round to round
+    second_round = [c["runtime"] for c in latency if c["launch"] == 2]
+    third_round = [c["runtime"] for c in latency if c["launch"] == 3]
+    assert len({tuple(first_round), tuple(second_round), tuple(third_round)}) > 1
     assert launch_priorities(cells, seed=5) == priority
     assert launch_priorities(cells, seed=6) != priority
 

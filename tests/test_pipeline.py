@@ -266,11 +266,11 @@ def test_launches_ran_interleaved_and_their_order_is_recorded(smoke_run):
     launches = pd.read_csv(smoke_run / "results/tables/latency/launches.csv")
     ran = launches[launches.status == "ok"].sort_values("order")
     assert ran.order.is_unique
-    # Round-robin (rmbench.cells.launch_priorities; test_cells checks the rounds): every cell's
-    # launch 1 starts before its launch 2. The rounds of different cells may overlap here: the smoke
-    # profile runs two launches at a time, so a cell whose gates pass later (the native engine's)
-    # starts after others have begun their second round; the measuring profiles run one launch at
-    # a time, after every gate.
+    # Block by block, round-robin within a block (rmbench.cells.launch_priorities; test_cells
+    # checks the blocks and rounds): every cell's launch 1 starts before its launch 2. The rounds
+    # of different cells may overlap here: the smoke profile runs two launches at a time, so a cell
+    # whose gates pass later (the native engine's) starts after others have begun their second
+    # round; the measuring profiles run one launch at a time, after every gate.
     starts = ran.pivot_table(index=["model", "device", "runtime", "set"], columns="launch", values="order")
     assert len(starts) >= 8 and (starts[1] < starts[2]).all()
     # seeded shuffle within a round: runtimes alternate instead of running in blocks

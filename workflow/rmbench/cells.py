@@ -70,24 +70,36 @@ def study_cells(name: str, study: dict) -> list[dict]:
     return cells
 
 
-def launch_priorities(cells: list[dict], seed: int) -> dict[str, int]:
-    """Scheduling priority per result path, interleaving runtimes (and variants) over time.
+def comparison_block(cell: dict) -> tuple[str, str, str, str]:
+    """The launches a table compares with each other: one study's cells of one model on one device
+    and one sample set (every runtime, variant and launch)."""
+    return cell["study"], cell["model"], cell["device"], parse_params(cell["params"])["set"]
 
-    Round-robin: every cell's launch 1 comes before any launch 2, and within a round the cells
-    take a seeded random order, so slow drift of the machine favours no runtime. Higher runs
-    first; the order actually run is recorded in each launch's start time.
+
+def launch_priorities(cells: list[dict], seed: int) -> dict[str, int]:
+    """Scheduling priority per result path: blocks run one after another, runtimes take turns
+    within a block.
+
+    A block (comparison_block) holds the launches that are compared with each other; blocks run
+    in the order of the cell table, so that a block's launches are minutes apart rather than
+    spread over the hours of the whole run, where a shared machine's drift would widen every
+    interval. Within a block, round-robin: every cell's launch 1 comes before any launch 2, and
+    within a round the cells take a seeded random order, so slow drift favours no runtime. Higher
+    runs first; the order actually run is recorded in each launch's start time.
     """
     import random
 
     rng = random.Random(seed)
-    rounds: dict[int, list[str]] = {}
+    blocks: dict[tuple, dict[int, list[str]]] = {}
     for cell in cells:
+        rounds = blocks.setdefault(comparison_block(cell), {})
         rounds.setdefault(cell["launch"], []).append(cell["path"])
     order = []
-    for launch in sorted(rounds):
-        paths = sorted(rounds[launch])
-        rng.shuffle(paths)
-        order += paths
+    for rounds in blocks.values():
+        for launch in sorted(rounds):
+            paths = sorted(rounds[launch])
+            rng.shuffle(paths)
+            order += paths
     return {path: len(order) - i for i, path in enumerate(order)}
 
 
