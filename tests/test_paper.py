@@ -80,3 +80,32 @@ def test_the_batch_operator_profile_gives_its_ratios_and_the_operator_that_adds_
     assert numbers["batch_operators/deberta/top_op"] == "Softmax"
     assert numbers["batch_operators/deberta/top_extra_ms"] == "3.00"
     assert numbers["batch_operators/deberta/top_share"] == "150"  # of the +2 ms: Softmax +3, MatMul -1
+
+
+def test_the_language_comparison_gives_its_difference_interval_and_equivalence():
+    from rmbench.stats import compare_latency
+    from rmbench.tables import language_table
+
+    launches = pd.DataFrame(
+        [
+            {"model": "electra", "device": "cpu", "set": "main60", "variant": "-", "runtime": runtime}
+            | {"status": "ok", "p50_ms": value}
+            for runtime, values in (("native", [70.3, 68.4, 72.7]), ("ort_python", [73.6, 74.5, 75.1]))
+            for value in values
+        ]
+    )
+    cell = ["model", "device", "set", "variant"]
+    comparisons = compare_latency(launches, cell, "runtime", "p50_ms")
+    row = {"model": "electra", "device": "cpu", "set": "main60", "variant": "-"}
+    per_row = {"row_difference_ms": -2.991, "row_difference_ms_lo": -4.78, "row_difference_ms_hi": 0.5}
+    differences = pd.DataFrame([row | per_row])
+    numbers = paper_numbers({"language": language_table(comparisons, differences)}, {})
+    assert numbers["language/electra/cpu/p50_ms/difference_pct"] == "$-$5.3"  # 70.47 / 74.40 - 1
+    lo, hi = numbers["language/electra/cpu/p50_ms/difference_ci"].strip("[]").split(", ")
+    assert lo.startswith("$-$") and float(lo[3:]) > 5.3 and hi.startswith("$-$")
+    assert numbers["language/electra/cpu/p50_ms/equivalence"] == "not shown"
+    assert numbers["language/electra/cpu/row_difference_ms"] == "$-$2.99"
+    assert numbers["language/electra/cpu/row_difference_ci"] == "[$-$4.78, +0.50]"
+    # no sign on a zero difference, nor "-0.0"
+    zero = language_table(comparisons.assign(candidate_mean=74.4003))
+    assert paper_numbers({"language": zero}, {})["language/electra/cpu/p50_ms/difference_pct"] == "0.0"

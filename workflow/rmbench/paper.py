@@ -76,6 +76,28 @@ def sweep_numbers(table: pd.DataFrame) -> dict[str, str]:
     return numbers
 
 
+def language_numbers(table: pd.DataFrame) -> dict[str, str]:
+    """language/<model>/<device>/<metric>/<name>: native against ORT-Python in percent (negative:
+    native faster) with its 90% interval and the equivalence verdict; language/<model>/<device>/
+    row_difference_ms: native's minus ORT-Python's time per row, with its 95% interval."""
+    numbers = {}
+    for r in table.itertuples():
+        key = f"language/{r.model}/{r.device}"
+        numbers |= {
+            f"{key}/{r.metric}/difference_pct": _signed(r.difference_pct, 1),
+            f"{key}/{r.metric}/difference_ci": _signed_interval(r.difference_lo_pct, r.difference_hi_pct, 1),
+            f"{key}/{r.metric}/equivalence": r.equivalence,
+        }
+        if "row_difference_ms" in table:  # one per pair of cells, repeated on each metric's row
+            numbers |= {
+                f"{key}/row_difference_ms": _signed(r.row_difference_ms, 2),
+                f"{key}/row_difference_ci": _signed_interval(
+                    r.row_difference_ms_lo, r.row_difference_ms_hi, 2
+                ),
+            }
+    return {k: v for k, v in numbers.items() if v}
+
+
 def batch_thread_numbers(table: pd.DataFrame) -> dict[str, str]:
     """batch_threads/<model>/<setting>/<ratio>: per thread setting, a batch's time per row against
     its rows alone, and each against the first (the project's) setting; and the batch size."""
@@ -139,6 +161,19 @@ def _format(value, digits: int) -> str | None:
     return f"{value:,.{digits}f}".replace(",", "{,}")
 
 
+def _signed(value, digits: int) -> str | None:
+    """A difference with its sign, a LaTeX minus for negative ones."""
+    text = _format(value, digits)
+    if text is None or float(text.replace("{,}", "")) == 0:  # no sign on a zero, nor "-0.0"
+        return text and text.lstrip("-")
+    return "$-$" + text[1:] if text.startswith("-") else "+" + text
+
+
+def _signed_interval(lo, hi, digits: int) -> str | None:
+    lo, hi = _signed(lo, digits), _signed(hi, digits)
+    return f"[{lo}, {hi}]" if lo and hi else None
+
+
 def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]) -> dict[str, str]:
     """key -> LaTeX text for every metric, interval, speed-up and verdict of every study table
     on its headline set (launch counts too, so the text can say how many)."""
@@ -148,6 +183,7 @@ def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]
         "int8_sweep": sweep_numbers,
         "batch_operators": batch_operator_numbers,
         "batch_threads": batch_thread_numbers,
+        "language": language_numbers,
     }
     numbers = host_numbers([t for study, t in tables.items() if study not in derived])
     for study, table in tables.items():

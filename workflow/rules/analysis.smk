@@ -274,7 +274,7 @@ rule paper_numbers:
         (["paper/tables/fidelity.csv"] if "decomposition" in enabled_studies() else []),
         [
             f"paper/tables/{table}.csv"
-            for table in ("int8_sweep", "batch_operators", "batch_threads")
+            for table in ("language", "int8_sweep", "batch_operators", "batch_threads")
             if f"paper/tables/{table}.tex" in study_outputs()
         ],
     output:
