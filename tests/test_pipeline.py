@@ -329,6 +329,10 @@ def test_paper_target_quotes_only_numbers_the_run_measured(smoke_run):
         _, model, device, runtime, metric = key.split("/")
         column = metric.removesuffix("_ci") + "_lo" if metric.endswith("_ci") else metric
         assert pd.isna(table.loc[(model, device, runtime), column]), key
+    # the language paragraph quotes its table's difference, interval and verdict for both models
+    language = {key for key in quoted if key.startswith("language/")}
+    assert {key.split("/")[1] for key in language} == {"deberta", "electra"}
+    assert language <= defined, sorted(language - defined)
 
 
 def test_paper_tables_regenerate_from_raw_launches_without_rerunning_any(smoke_run):
