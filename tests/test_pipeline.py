@@ -273,7 +273,7 @@ def test_launches_ran_interleaved_and_their_order_is_recorded(smoke_run):
     # round; the measuring profiles run one launch at a time, after every gate.
     starts = ran.pivot_table(index=["model", "device", "runtime", "set"], columns="launch", values="order")
     assert len(starts) >= 8 and (starts[1] < starts[2]).all()
-    # seeded shuffle within a round: runtimes alternate instead of running in blocks
+    # seeded shuffle within a round: runtimes alternate rather than one runtime's launches in a row
     first = ran[ran.launch == 1].runtime.tolist()
     assert sum(a != b for a, b in itertools.pairwise(first)) > len(set(first))
 
