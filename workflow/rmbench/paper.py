@@ -169,9 +169,13 @@ def _signed(value, digits: int) -> str | None:
     return "$-$" + text[1:] if text.startswith("-") else "+" + text
 
 
-def _signed_interval(lo, hi, digits: int) -> str | None:
-    lo, hi = _signed(lo, digits), _signed(hi, digits)
+def _bracket(lo: str | None, hi: str | None) -> str | None:
+    """'[lo, hi]' from two formatted bounds; none unless both are there."""
     return f"[{lo}, {hi}]" if lo and hi else None
+
+
+def _signed_interval(lo, hi, digits: int) -> str | None:
+    return _bracket(_signed(lo, digits), _signed(hi, digits))
 
 
 def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]) -> dict[str, str]:
@@ -198,7 +202,7 @@ def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]
                 digits = DIGITS.get(metric, 2)
                 values[metric] = _format(row.get(metric), digits)
                 lo, hi = _format(row.get(f"{metric}_lo"), digits), _format(row.get(f"{metric}_hi"), digits)
-                values[f"{metric}_ci"] = f"[{lo}, {hi}]" if lo and hi else None
+                values[f"{metric}_ci"] = _bracket(lo, hi)
             values["speedup"] = _format(row.get("speedup"), 2)
             values["speedup_conservative"] = _format(row.get("speedup_conservative"), 2)
             numbers |= {
