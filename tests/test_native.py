@@ -132,6 +132,24 @@ def test_zero_copy_and_preallocation_switches_keep_scores(binary, tiny_model):
     assert runtime.describe()["options"]["io_binding"] is False  # auto on the CPU: off
 
 
+def test_both_languages_time_a_rows_tokenizing_and_engine_call_apart(binary, tiny_model):
+    """The language table splits native's difference from ORT-Python into the same two parts in
+    both: tokenizing and the engine's call, each inside the row's own latency."""
+    from rmbench.runtimes.ort_python import OrtPythonRuntime
+
+    pairs = [(r["prompt"], r["response"]) for r in tiny_model["rows"]]
+    python = OrtPythonRuntime(tiny_model["model"], tiny_model["onnx"], "cpu", 1, 512)
+    python.load()
+    measured = {"native": native_runtime(tiny_model, binary).time_rows_alone(pairs, 1)}
+    measured["ort_python"] = python.time_rows_alone(pairs, 1)
+    for runtime, m in measured.items():
+        parts = np.array(m["tokenize_us"]) / 1e3 + np.array(m["infer_ms"])
+        assert len(parts) == len(pairs) and (np.array(m["tokenize_us"]) > 0).all(), runtime
+        assert (parts <= np.array(m["latencies_ms"]) + 1e-6).all() and (np.array(m["infer_ms"]) > 0).all()
+    assert measured["ort_python"]["scores"] == pytest.approx(measured["native"]["scores"], abs=1e-4)
+    assert measured["ort_python"]["scores"] == [python.score([pair])[0] for pair in pairs]  # same calls
+
+
 def test_same_onnxruntime_library_and_version_as_python(binary, tiny_model):
     from pathlib import Path
 

@@ -250,23 +250,35 @@ def test_per_row_difference_is_the_median_over_rows_of_each_rows_median_across_l
 def test_the_language_table_gives_the_per_row_difference_once_per_pair_of_cells():
     from rmbench.tables import language_latex, language_table, row_differences
 
-    def record(runtime, launch, latencies, status="ok"):
+    def record(runtime, launch, latencies, status="ok", tokenize_us=None):
         cell = {"study": "latency", "model": "m", "device": "cpu", "runtime": runtime}
+        metrics = {"latencies_ms": latencies, "p50_ms": float(np.median(latencies))}
+        if tokenize_us is not None:  # the row's parts, timed apart (launches before did not)
+            metrics |= {
+                "tokenize_us": tokenize_us,
+                "infer_ms": [ms - us / 1e3 for ms, us in zip(latencies, tokenize_us)],
+            }
         return {
             "cell": cell | {"params": "set~main60", "launch": launch},
             "settings": {"threads": 2},
             "status": status,
-            "metrics": {"latencies_ms": latencies, "p50_ms": float(np.median(latencies))},
+            "metrics": metrics,
         }
 
-    records = [record("native", i, [10.0, 20.0, 30.0]) for i in (1, 2)]
-    records += [record("ort_python", i, [11.0, 21.0, 31.0]) for i in (1, 2)]
+    records = [record("native", i, [10.0, 20.0, 30.0], tokenize_us=[100.0] * 3) for i in (1, 2)]
+    records += [record("ort_python", i, [11.0, 21.0, 31.0], tokenize_us=[900.0] * 3) for i in (1, 2)]
     records += [
-        record("ort_python", 3, [99.0, 99.0, 99.0], status="mismatch"),
-        record("hf_eager", 1, [50.0] * 3),
+        record("ort_python", 3, [99.0, 99.0, 99.0], status="mismatch", tokenize_us=[1.0] * 3),
+        record("ort_python", 4, [11.0, 21.0, 31.0]),  # counts for the row, has no parts
+        record("hf_eager", 1, [50.0] * 3, tokenize_us=[1.0] * 3),
     ]
     differences = row_differences(records)
-    assert len(differences) == 1 and differences.iloc[0]["row_difference_ms"] == pytest.approx(-1.0)
+    assert len(differences) == 1
+    first = differences.iloc[0]
+    assert first["row_difference_ms"] == pytest.approx(-1.0)
+    # of native's 1 ms per row, 0.8 ms is tokenizing (0.1 against 0.9 ms), 0.2 ms the engine's call
+    assert first["tokenize_difference_ms"] == pytest.approx(-0.8)
+    assert first["infer_difference_ms"] == pytest.approx(-0.2)
     launches = pd.DataFrame(
         {
             "model": ["m"] * 4,
@@ -285,3 +297,11 @@ def test_the_language_table_gives_the_per_row_difference_once_per_pair_of_cells(
     assert list(table["row_difference_ms"]) == pytest.approx([-1.0, -1.0])
     latex = language_latex(table, "Native vs ORT-Python.")
     assert latex.count("-1.00 [-1.00, -1.00]") == 1 and "Per row" in latex
+    assert latex.count("-0.80 [-0.80, -0.80]") == 1 and latex.count("-0.20 [-0.20, -0.20]") == 1
+    assert "Tokenizing" in latex and "Engine call" in latex
+    # launches from before the parts were timed: the per-row column alone
+    stripped = [r | {"metrics": {k: r["metrics"][k] for k in ("latencies_ms", "p50_ms")}} for r in records]
+    without_parts = row_differences(stripped)
+    assert without_parts["tokenize_difference_ms"].isna().all()
+    latex = language_latex(language_table(comparisons, without_parts), "Native vs ORT-Python.")
+    assert "Per row" in latex and "Tokenizing" not in latex

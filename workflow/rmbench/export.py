@@ -119,11 +119,15 @@ def ort_feed(session, encoded) -> dict:
     return {k: np.asarray(v, dtype=np.int64) for k, v in encoded.items() if k in names}
 
 
+def ort_run(session, encoded) -> np.ndarray:
+    """The session's scores for rows already tokenized (one per row)."""
+    return session.run(None, ort_feed(session, encoded))[0][:, 0]
+
+
 def ort_scores(
     session, tokenizer, pairs: list[tuple[str, str]], max_length: int = MAX_LENGTH, padding: str = "longest"
 ) -> np.ndarray:
-    enc = encode(tokenizer, pairs, "np", max_length, padding=padding)
-    return session.run(None, ort_feed(session, enc))[0][:, 0]
+    return ort_run(session, encode(tokenizer, pairs, "np", max_length, padding=padding))
 
 
 def batches(items: list, size: int) -> list[list]:

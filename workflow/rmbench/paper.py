@@ -13,7 +13,7 @@ import pandas as pd
 
 from .decomposition import SESSION_RUN, SUMMARY_ROWS, TOTAL
 from .stats import launch_hosts
-from .tables import STUDIES, latex_escape, variant_label
+from .tables import ROW_PARTS, STUDIES, latex_escape, variant_label
 
 # Digits shown per metric (anything else: 2).
 DIGITS = {
@@ -79,22 +79,25 @@ def sweep_numbers(table: pd.DataFrame) -> dict[str, str]:
 def language_numbers(table: pd.DataFrame) -> dict[str, str]:
     """language/<model>/<device>/<metric>/<name>: native against ORT-Python in percent (negative:
     native faster) with its 90% interval and the equivalence verdict; language/<model>/<device>/
-    row_difference_ms: native's minus ORT-Python's time per row, with its 95% interval."""
+    <part>_difference_ms and <part>_difference_ci: native's minus ORT-Python's time per row (part
+    row), its tokenizing (tokenize) and the engine's call (infer), each with its 95% interval."""
     numbers = {}
-    for r in table.itertuples():
-        key = f"language/{r.model}/{r.device}"
+    for r in table.to_dict("records"):
+        key = f"language/{r['model']}/{r['device']}"
+        metric = f"{key}/{r['metric']}"
         numbers |= {
-            f"{key}/{r.metric}/difference_pct": _signed(r.difference_pct, 1),
-            f"{key}/{r.metric}/difference_ci": _signed_interval(r.difference_lo_pct, r.difference_hi_pct, 1),
-            f"{key}/{r.metric}/equivalence": r.equivalence,
+            f"{metric}/difference_pct": _signed(r["difference_pct"], 1),
+            f"{metric}/difference_ci": _signed_interval(r["difference_lo_pct"], r["difference_hi_pct"], 1),
+            f"{metric}/equivalence": r["equivalence"],
         }
-        if "row_difference_ms" in table:  # one per pair of cells, repeated on each metric's row
-            numbers |= {
-                f"{key}/row_difference_ms": _signed(r.row_difference_ms, 2),
-                f"{key}/row_difference_ci": _signed_interval(
-                    r.row_difference_ms_lo, r.row_difference_ms_hi, 2
-                ),
-            }
+        for part in ROW_PARTS:  # one per pair of cells, repeated on each metric's row
+            if f"{part}_difference_ms" in r:
+                numbers |= {
+                    f"{key}/{part}_difference_ms": _signed(r[f"{part}_difference_ms"], 2),
+                    f"{key}/{part}_difference_ci": _signed_interval(
+                        r[f"{part}_difference_ms_lo"], r[f"{part}_difference_ms_hi"], 2
+                    ),
+                }
     return {k: v for k, v in numbers.items() if v}
 
 

@@ -291,28 +291,36 @@ LANGUAGE_PAIR = ("native", "ort_python")  # candidate, baseline: the same engine
 LANGUAGE_KEYS = ["model", "device", "set", "variant"]
 
 
+# Per-row series a launch of the language pair records, in ms (name: metric, scale): the whole
+# row, and where the runtime times them apart, its tokenizing and the engine's call.
+ROW_PARTS = {"row": ("latencies_ms", 1.0), "tokenize": ("tokenize_us", 1e-3), "infer": ("infer_ms", 1.0)}
+ROW_DIFFERENCE_COLUMNS = [f"{part}_difference_ms{end}" for part in ROW_PARTS for end in ("", "_lo", "_hi")]
+
+
 def row_differences(records: list[dict]) -> pd.DataFrame:
     """Per cell pair of the language table: stats.per_row_difference of native's ok launches
-    against ORT-Python's (`row_difference_ms`, negative: native is faster per row, with its 95%
-    bootstrap interval)."""
-    latencies: dict[tuple, dict[str, list]] = {}
+    against ORT-Python's, for the whole row (`row_difference_ms`, negative: native is faster per
+    row, with its 95% bootstrap interval) and for its parts (`tokenize_difference_ms`,
+    `infer_difference_ms`) from the launches that timed them apart."""
+    series: dict[tuple, dict[str, dict[str, list]]] = {}
     for record in records:
         row = launch_row(record)
         if row["status"] == "ok" and row["runtime"] in LANGUAGE_PAIR:
-            by_runtime = latencies.setdefault(
-                tuple(row[k] for k in LANGUAGE_KEYS), {r: [] for r in LANGUAGE_PAIR}
+            parts = series.setdefault(
+                tuple(row[k] for k in LANGUAGE_KEYS),
+                {part: {r: [] for r in LANGUAGE_PAIR} for part in ROW_PARTS},
             )
-            by_runtime[row["runtime"]].append(record["metrics"]["latencies_ms"])
+            for part, (metric, scale) in ROW_PARTS.items():
+                if metric in record["metrics"]:
+                    parts[part][row["runtime"]].append([v * scale for v in record["metrics"][metric]])
     rows = []
-    for key, by_runtime in sorted(latencies.items()):
-        ms, lo, hi = per_row_difference(*(by_runtime[r] for r in LANGUAGE_PAIR))
-        rows.append(
-            dict(zip(LANGUAGE_KEYS, key))
-            | {"row_difference_ms": ms, "row_difference_ms_lo": lo, "row_difference_ms_hi": hi}
-        )
-    return pd.DataFrame(
-        rows, columns=[*LANGUAGE_KEYS, "row_difference_ms", "row_difference_ms_lo", "row_difference_ms_hi"]
-    )
+    for key, parts in sorted(series.items()):
+        row = dict(zip(LANGUAGE_KEYS, key))
+        for part, by_runtime in parts.items():
+            difference = per_row_difference(*(by_runtime[r] for r in LANGUAGE_PAIR))
+            row |= dict(zip([f"{part}_difference_ms{end}" for end in ("", "_lo", "_hi")], difference))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*LANGUAGE_KEYS, *ROW_DIFFERENCE_COLUMNS])
 
 
 def language_table(comparisons: pd.DataFrame, differences: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -341,7 +349,7 @@ def language_table(comparisons: pd.DataFrame, differences: pd.DataFrame | None =
             "n_candidate",
             "n_baseline",
         ]
-        + [c for c in ("row_difference_ms", "row_difference_ms_lo", "row_difference_ms_hi") if c in rows]
+        + [c for c in ROW_DIFFERENCE_COLUMNS if c in rows]
         + [column for column in ("host", "across_hosts") if column in rows]
     ].copy()
     out["difference_pct"] = (out["candidate_mean"] / out["baseline_mean"] - 1) * 100
@@ -351,8 +359,14 @@ def language_table(comparisons: pd.DataFrame, differences: pd.DataFrame | None =
     return out.rename(columns={"candidate_mean": "native", "baseline_mean": "ort_python"})
 
 
+# The language table's per-row columns: each part of a row whose difference was measured.
+ROW_PART_HEADS = {"row": "Per row, ms [95\\% CI]", "tokenize": "Tokenizing, ms", "infer": "Engine call, ms"}
+
+
 def language_latex(table: pd.DataFrame, caption: str) -> str:
-    per_row = "row_difference_ms" in table
+    parts = [
+        p for p in ROW_PARTS if f"{p}_difference_ms" in table and table[f"{p}_difference_ms"].notna().any()
+    ]
     head = [
         "Model",
         "Device",
@@ -363,7 +377,7 @@ def language_latex(table: pd.DataFrame, caption: str) -> str:
         "Welch $p$",
         "Verdict",
         "Equivalence",
-    ] + (["Per row, ms [95\\% CI]"] if per_row else [])
+    ] + [ROW_PART_HEADS[p] for p in parts]
     body, shown = [], set()
     for _, r in table.iterrows():
         cells = [
@@ -377,21 +391,26 @@ def language_latex(table: pd.DataFrame, caption: str) -> str:
             r["verdict"] + (r"$^\dagger$" if _across_hosts(r) else ""),
             _equivalence_cell(r),
         ]
-        if per_row:  # one value per pair of cells: on its first metric's row
-            key = (r["model"], r["device"], r["set"])
-            ms, lo, hi = r["row_difference_ms"], r["row_difference_ms_lo"], r["row_difference_ms_hi"]
+        key = (r["model"], r["device"], r["set"])
+        for part in parts:  # one value per pair of cells: on its first metric's row
+            ms, lo, hi = (r[f"{part}_difference_ms{end}"] for end in ("", "_lo", "_hi"))
             cells.append("" if key in shown or math.isnan(ms) else f"{ms:+.2f} [{lo:+.2f}, {hi:+.2f}]")
-            shown.add(key)
+        shown.add(key)
         body.append(cells)
-    if per_row:
+    if parts:
         caption += (
             " Per row: the median over rows of native's minus ORT-Python's latency (each row's median"
             " across launches), with a 95\\% bootstrap interval over launches: a fixed cost per row"
             " shows here at every length."
         )
+    if len(parts) > 1:
+        caption += (
+            " The same for the row's parts, timed apart in both runtimes: tokenizing (text to token"
+            " ids) and the engine's call (input tensors, the session's run, the score out)."
+        )
     if any(_across_hosts(r) for _, r in table.iterrows()):
         caption += r" $^\dagger$: native and ORT-Python launches from different kinds of host."
-    colspec = "lllrrrrll" + ("r" if per_row else "")
+    colspec = "lllrrrrll" + "r" * len(parts)
     return booktabs(colspec, head, body, caption + hosts_sentence(table), "tab:language")
 
 

@@ -87,14 +87,21 @@ class Runtime(ABC):
         overrides this so the timing happens where the work does.
         """
         for pair in pairs[:warmup_rows]:
-            self.score([pair])
-        latencies, scores = [], []
+            self.score_row(pair)
+        latencies, scores, parts = [], [], {}
         for pair in pairs:
             start = time.perf_counter()
-            score = self.score([pair])[0]
+            score, split = self.score_row(pair)
             latencies.append((time.perf_counter() - start) * 1e3)
             scores.append(float(score))
-        return {"latencies_ms": latencies, "scores": scores}
+            for part, value in split.items():
+                parts.setdefault(part, []).append(value)
+        return {"latencies_ms": latencies, "scores": scores} | parts
+
+    def score_row(self, pair: tuple[str, str]) -> tuple[float, dict]:
+        """One row scored alone: its score and, where the runtime can tell them apart, the parts
+        of its time, per row (tokenize_us: text to token ids; infer_ms: the engine's call)."""
+        return self.score([pair])[0], {}
 
     def time_batches(
         self, pairs: list[tuple[str, str]], batches: list[list[int]], warmup_batches: int

@@ -100,6 +100,7 @@ class NativeRuntime(Runtime):
             "latencies_ms": [r["total_ms"] for r in rows],
             "scores": [r["score"] for r in rows],
             "tokenize_us": [r["tokenize_us"] for r in rows],
+            "infer_ms": [r["infer_ms"] for r in rows],
             "load_s": result["load_ms"] / 1e3,
         }
 
