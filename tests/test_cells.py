@@ -43,7 +43,7 @@ def test_cell_table_of_the_default_config():
         "decomposition",
     )
     per_study = {s: sum(c["study"] == s for c in cells) for s in studies}
-    # latency: 2 models x (cpu: 3 eager + 3 compile + 3 fastapi + 5 ort + 5 native,
+    # latency: 2 models x (cpu: 3 eager + 3 compile + 3 fastapi + 15 ort + 15 native,
     #   cuda: 5 + 3 + 3 + 5 + 5), replicated on 3 sets x (eager, native) x 3 cpu launches;
     # tokenizer: 2 models x 4 tokenizers x 5; zerocopy: deberta x 2 variants x 5;
     # compile: electra x 5 variants x 2; gemm: 2 models x 3 libraries x 3;
@@ -57,7 +57,7 @@ def test_cell_table_of_the_default_config():
         "decomposition": 2 * (3 + 2 + 7 + 4) * 3,
         "concurrency": (4 + 6 + 2 + 2 + 4) * 3,
         "batching": 2 * (7 + 16 + 7) * 3 + 2 * 7 * 3,
-        "latency": 2 * (19 + 21) + 2 * 3 * 2 * 3,
+        "latency": 2 * (39 + 21) + 2 * 3 * 2 * 3,
         "tokenizer": 40,
         "zerocopy": 10,
         "compile": 10,

@@ -98,6 +98,12 @@ def test_the_language_comparison_gives_its_difference_interval_and_equivalence()
     comparisons = compare_latency(launches, cell, "runtime", "p50_ms")
     row = {"model": "electra", "device": "cpu", "set": "main60", "variant": "-"}
     per_row = {"row_difference_ms": -2.991, "row_difference_ms_lo": -4.78, "row_difference_ms_hi": 0.5}
+    per_row |= {"tokenize_difference_ms": -0.776, "tokenize_difference_ms_lo": -0.803}
+    per_row |= {
+        "tokenize_difference_ms_hi": -0.746,
+        "native_tokenize_us": 90.2,
+        "ort_python_tokenize_us": 1023.4,
+    }
     differences = pd.DataFrame([row | per_row])
     numbers = paper_numbers({"language": language_table(comparisons, differences)}, {})
     assert numbers["language/electra/cpu/p50_ms/difference_pct"] == "$-$5.3"  # 70.47 / 74.40 - 1
@@ -106,6 +112,9 @@ def test_the_language_comparison_gives_its_difference_interval_and_equivalence()
     assert numbers["language/electra/cpu/p50_ms/equivalence"] == "not shown"
     assert numbers["language/electra/cpu/row_difference_ms"] == "$-$2.99"
     assert numbers["language/electra/cpu/row_difference_ci"] == "[$-$4.78, +0.50]"
+    assert numbers["language/electra/cpu/tokenize_difference_ci"] == "[$-$0.80, $-$0.75]"
+    assert numbers["language/electra/cpu/ort_python/tokenize_us"] == "1{,}023"
+    assert "language/electra/cpu/infer_difference_ms" not in numbers  # launches that did not time it
     # no sign on a zero difference, nor "-0.0"
     zero = language_table(comparisons.assign(candidate_mean=74.4003))
     assert paper_numbers({"language": zero}, {})["language/electra/cpu/p50_ms/difference_pct"] == "0.0"

@@ -279,6 +279,7 @@ def test_the_language_table_gives_the_per_row_difference_once_per_pair_of_cells(
     # of native's 1 ms per row, 0.8 ms is tokenizing (0.1 against 0.9 ms), 0.2 ms the engine's call
     assert first["tokenize_difference_ms"] == pytest.approx(-0.8)
     assert first["infer_difference_ms"] == pytest.approx(-0.2)
+    assert (first["native_tokenize_us"], first["ort_python_tokenize_us"]) == pytest.approx((100.0, 900.0))
     launches = pd.DataFrame(
         {
             "model": ["m"] * 4,

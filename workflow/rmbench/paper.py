@@ -13,7 +13,7 @@ import pandas as pd
 
 from .decomposition import SESSION_RUN, SUMMARY_ROWS, TOTAL
 from .stats import launch_hosts
-from .tables import ROW_PARTS, STUDIES, latex_escape, variant_label
+from .tables import LANGUAGE_PAIR, ROW_PARTS, STUDIES, latex_escape, variant_label
 
 # Digits shown per metric (anything else: 2).
 DIGITS = {
@@ -80,7 +80,8 @@ def language_numbers(table: pd.DataFrame) -> dict[str, str]:
     """language/<model>/<device>/<metric>/<name>: native against ORT-Python in percent (negative:
     native faster) with its 90% interval and the equivalence verdict; language/<model>/<device>/
     <part>_difference_ms and <part>_difference_ci: native's minus ORT-Python's time per row (part
-    row), its tokenizing (tokenize) and the engine's call (infer), each with its 95% interval."""
+    row), its tokenizing (tokenize) and the engine's call (infer), each with its 95% interval;
+    language/<model>/<device>/<runtime>/tokenize_us: each runtime's tokenizing time per row."""
     numbers = {}
     for r in table.to_dict("records"):
         key = f"language/{r['model']}/{r['device']}"
@@ -98,6 +99,9 @@ def language_numbers(table: pd.DataFrame) -> dict[str, str]:
                         r[f"{part}_difference_ms_lo"], r[f"{part}_difference_ms_hi"], 2
                     ),
                 }
+        for runtime in LANGUAGE_PAIR:
+            if f"{runtime}_tokenize_us" in r:
+                numbers[f"{key}/{runtime}/tokenize_us"] = _format(r[f"{runtime}_tokenize_us"], 0)
     return {k: v for k, v in numbers.items() if v}
 
 

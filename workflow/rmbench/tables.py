@@ -9,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .cells import parse_params
@@ -295,13 +296,17 @@ LANGUAGE_KEYS = ["model", "device", "set", "variant"]
 # row, and where the runtime times them apart, its tokenizing and the engine's call.
 ROW_PARTS = {"row": ("latencies_ms", 1.0), "tokenize": ("tokenize_us", 1e-3), "infer": ("infer_ms", 1.0)}
 ROW_DIFFERENCE_COLUMNS = [f"{part}_difference_ms{end}" for part in ROW_PARTS for end in ("", "_lo", "_hi")]
+# Each runtime's own tokenizing time in its launches (between model runs), beside the difference.
+TOKENIZE_COLUMNS = [f"{runtime}_tokenize_us" for runtime in LANGUAGE_PAIR]
 
 
 def row_differences(records: list[dict]) -> pd.DataFrame:
     """Per cell pair of the language table: stats.per_row_difference of native's ok launches
     against ORT-Python's, for the whole row (`row_difference_ms`, negative: native is faster per
     row, with its 95% bootstrap interval) and for its parts (`tokenize_difference_ms`,
-    `infer_difference_ms`) from the launches that timed them apart."""
+    `infer_difference_ms`) from the launches that timed them apart; and each runtime's tokenizing
+    time per row in its launches (`native_tokenize_us`, `ort_python_tokenize_us`: the median over
+    rows of each row's median across launches)."""
     series: dict[tuple, dict[str, dict[str, list]]] = {}
     for record in records:
         row = launch_row(record)
@@ -319,8 +324,15 @@ def row_differences(records: list[dict]) -> pd.DataFrame:
         for part, by_runtime in parts.items():
             difference = per_row_difference(*(by_runtime[r] for r in LANGUAGE_PAIR))
             row |= dict(zip([f"{part}_difference_ms{end}" for end in ("", "_lo", "_hi")], difference))
+        for runtime, launches in parts["tokenize"].items():
+            row[f"{runtime}_tokenize_us"] = _median_row(launches) * 1e3
         rows.append(row)
-    return pd.DataFrame(rows, columns=[*LANGUAGE_KEYS, *ROW_DIFFERENCE_COLUMNS])
+    return pd.DataFrame(rows, columns=[*LANGUAGE_KEYS, *ROW_DIFFERENCE_COLUMNS, *TOKENIZE_COLUMNS])
+
+
+def _median_row(launches: list[list[float]]) -> float:
+    """The median over rows of each row's median across launches (NaN without launches)."""
+    return float(np.median(np.median(np.asarray(launches), axis=0))) if launches else math.nan
 
 
 def language_table(comparisons: pd.DataFrame, differences: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -349,7 +361,7 @@ def language_table(comparisons: pd.DataFrame, differences: pd.DataFrame | None =
             "n_candidate",
             "n_baseline",
         ]
-        + [c for c in ROW_DIFFERENCE_COLUMNS if c in rows]
+        + [c for c in ROW_DIFFERENCE_COLUMNS + TOKENIZE_COLUMNS if c in rows]
         + [column for column in ("host", "across_hosts") if column in rows]
     ].copy()
     out["difference_pct"] = (out["candidate_mean"] / out["baseline_mean"] - 1) * 100
