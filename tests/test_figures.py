@@ -1,0 +1,36 @@
+"""The figures drawn from study tables: what each panel shows."""
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from rmbench import figures
+
+
+def drawn_figure(monkeypatch, draw, *args):
+    """The figure `draw` makes, caught before it is written."""
+    caught = []
+    monkeypatch.setattr(figures, "save", lambda fig, path: caught.append(fig))
+    draw(*args)
+    return caught[0]
+
+
+def test_latency_figure_gives_p50_and_p95_their_own_axes(monkeypatch, tmp_path):
+    table = pd.DataFrame(
+        [
+            {"model": model, "device": "cpu", "set": "s", "runtime": runtime, "launches_ok": 3}
+            | {"p50_ms": p50, "p50_ms_lo": p50 - 2, "p50_ms_hi": p50 + 2}
+            | {"p95_ms": 4 * p50, "p95_ms_lo": 4 * p50 - 9, "p95_ms_hi": 4 * p50 + 9}
+            for model in ("deberta", "electra")
+            for runtime, p50 in (("hf_eager", 130.0), ("native", 90.0))
+        ]
+    )
+    fig = drawn_figure(monkeypatch, figures.latency_figure, table, "s", tmp_path / "latency.pdf")
+    top_left, top_right, bottom_left, _ = fig.axes  # rows of (deberta, electra): p50, then p95
+    assert [top_left.get_title(), top_right.get_title()] == ["deberta (cpu)", "electra (cpu)"]
+    assert (top_left.get_ylabel(), bottom_left.get_ylabel()) == ("p50 per row, ms", "p95 per row, ms")
+    # each metric on its own scale: the p50 axis stops well below the shortest p95
+    assert (
+        top_left.get_ylim()[1] < table["p95_ms"].min() and bottom_left.get_ylim()[1] >= table["p95_ms"].max()
+    )
+    assert [t.get_text() for t in bottom_left.get_xticklabels()] == ["hf_eager", "native"]
+    assert not any(t.get_text() for t in top_left.get_xticklabels())  # runtime names once, below
+    plt.close(fig)
