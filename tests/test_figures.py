@@ -34,3 +34,29 @@ def test_latency_figure_gives_p50_and_p95_their_own_axes(monkeypatch, tmp_path):
     assert [t.get_text() for t in bottom_left.get_xticklabels()] == ["hf_eager", "native"]
     assert not any(t.get_text() for t in top_left.get_xticklabels())  # runtime names once, below
     plt.close(fig)
+
+
+def test_batching_figure_has_a_row_per_model_a_column_per_runtime_and_one_legend(monkeypatch, tmp_path):
+    variants = {"none": [1], "naive": [4, 8], "length_aware": [4, 8]}
+    table = pd.DataFrame(
+        [
+            {"model": model, "device": "cpu", "set": "s", "runtime": runtime, "launches_ok": 3}
+            | {"variant": f"batching~{strategy}+batch~{batch}", "throughput_rps": rps}
+            | {"throughput_rps_lo": rps - 0.5, "throughput_rps_hi": rps + 0.5}
+            for model in ("deberta", "electra")
+            for runtime in (["native", "ort_python"] if model == "deberta" else ["ort_python"])
+            for strategy, sizes in variants.items()
+            for batch in sizes
+            for rps in [10.0 / batch if strategy == "naive" else 9.0]
+        ]
+    )
+    fig = drawn_figure(monkeypatch, figures.batching_figure, table, "s", tmp_path / "batching.pdf")
+    _, ort_deberta, native_electra, ort_electra = fig.axes
+    assert ort_electra.get_title() == "electra, ort_python (cpu)" and not native_electra.axison
+    colour = {ax.get_title(): {line.get_label(): line.get_color() for line in ax.lines} for ax in fig.axes}
+    assert colour["deberta, native (cpu)"]["naive"] == colour["electra, ort_python (cpu)"]["naive"]
+    assert colour["deberta, native (cpu)"]["naive"] != colour["deberta, native (cpu)"]["length_aware"]
+    (legend,) = fig.legends  # the strategies named once, under the panels
+    assert [t.get_text() for t in legend.get_texts()] == ["length_aware", "naive", "b=1 (alone)"]
+    assert ort_deberta.get_legend() is None
+    plt.close(fig)

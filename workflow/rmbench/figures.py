@@ -73,44 +73,59 @@ def _other_settings(variant: str) -> str:
 
 
 def batching_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> None:
-    """Throughput against batch size, one line per strategy with its 95% CI band, one panel per
-    model, device and runtime; batch size 1 (every row alone) as the dashed reference line."""
+    """Throughput against batch size, one line per strategy with its 95% CI band; one row of panels
+    per model and device, one column per runtime; batch size 1 (every row alone) as the dashed
+    reference line. A strategy keeps its colour in every panel, named once in the legend below."""
     ok = table[(table["launches_ok"] > 0) & (table["set"] == set_name)].copy()
     params = ok["variant"].str.extract(r"batching~(?P<strategy>[a-z_]+)\+batch~(?P<batch>\d+)")
     ok = ok.join(params).assign(batch=lambda t: t["batch"].astype(int))
     # A variant's other settings (padding to the max length, another export) make a line of their
     # own: naive batches padded to 512 tokens are not the naive line. The reference stays b=1 as is.
     ok["strategy"] = ok["strategy"] + ok["variant"].map(_other_settings)
-    panels = sorted(ok.groupby(["model", "device", "runtime"]).groups)
-    width = max(1, len(panels))
-    fig, axes = panel_grid(1, width, 4.2, 3.4)
-    for ax, (model, device, runtime) in zip(axes[0], panels):
-        sub = ok[(ok["model"] == model) & (ok["device"] == device) & (ok["runtime"] == runtime)]
-        for strategy, line in sub[sub["strategy"] != "none"].groupby("strategy"):
-            line = line.sort_values("batch")
-            ax.plot(line["batch"], line["throughput_rps"], marker="o", label=strategy)
-            ax.fill_between(
-                line["batch"],
-                line["throughput_rps_lo"].fillna(line["throughput_rps"]),
-                line["throughput_rps_hi"].fillna(line["throughput_rps"]),
-                alpha=0.2,
-            )
-        alone = sub[sub["strategy"] == "none"]
-        if not alone.empty:
-            ax.axhline(alone["throughput_rps"].iloc[0], color="black", ls="--", lw=1, label="b=1 (alone)")
-        ax.set_xscale("log", base=2)
-        sizes = sorted(sub["batch"].unique())
-        ax.set_xticks(sizes, [str(b) for b in sizes])
-        ax.set_xlabel("batch size")
-        ax.set_ylabel("rows per second")
-        ax.set_ylim(bottom=0)
-        ax.set_title(f"{model}, {runtime} ({device})", fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+    rows = sorted(ok.groupby(["model", "device"]).groups)
+    runtimes = sorted(ok["runtime"].unique())
+    colours = {s: f"C{i % 10}" for i, s in enumerate(sorted(set(ok["strategy"]) - {"none"}))}
+    markers = {s: "osD^v<>"[i // 10 % 7] for i, s in enumerate(colours)}  # past ten colours, new marks
+    fig, axes = panel_grid(max(1, len(rows)), max(1, len(runtimes)), 3.6, 2.9 * max(1, len(rows)) + 0.8)
+    for r, (model, device) in enumerate(rows):
+        for c, runtime in enumerate(runtimes):
+            ax = axes[r][c]
+            sub = ok[(ok["model"] == model) & (ok["device"] == device) & (ok["runtime"] == runtime)]
+            if sub.empty:
+                ax.set_axis_off()
+                continue
+            for strategy, line in sub[sub["strategy"] != "none"].groupby("strategy"):
+                line = line.sort_values("batch")
+                style = {"color": colours[strategy], "marker": markers[strategy]}
+                ax.plot(line["batch"], line["throughput_rps"], label=strategy, **style)
+                ax.fill_between(
+                    line["batch"],
+                    line["throughput_rps_lo"].fillna(line["throughput_rps"]),
+                    line["throughput_rps_hi"].fillna(line["throughput_rps"]),
+                    color=colours[strategy],
+                    alpha=0.15,
+                )
+            alone = sub[sub["strategy"] == "none"]
+            if not alone.empty:
+                ax.axhline(alone["throughput_rps"].iloc[0], color="black", ls="--", lw=1, label="b=1 (alone)")
+            ax.set_xscale("log", base=2)
+            sizes = sorted(sub["batch"].unique())
+            ax.set_xticks(sizes, [str(b) for b in sizes])
+            ax.set_xlabel("batch size")
+            ax.set_ylabel("rows per second")
+            ax.set_ylim(bottom=0)
+            ax.set_title(f"{model}, {runtime} ({device})", fontsize=9)
+            ax.grid(alpha=0.3)
+    labels = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            labels.setdefault(label, handle)
+    if labels:
+        fig.legend(labels.values(), labels.keys(), loc="outside lower center", ncols=4, fontsize=7)
     finish(
         fig,
         axes,
-        bool(panels),
+        bool(rows),
         f"Throughput by batching strategy on {set_name}: mean over launches, 95% CI",
         pdf_path,
     )
