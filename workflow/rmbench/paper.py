@@ -13,7 +13,7 @@ import pandas as pd
 
 from .decomposition import SESSION_RUN, SUMMARY_ROWS, TOTAL
 from .stats import launch_hosts
-from .tables import LANGUAGE_PAIR, ROW_PARTS, STUDIES, latex_escape, variant_label
+from .tables import LANGUAGE_PAIR, ROW_PARTS, STUDIES, difference_columns, latex_escape, variant_label
 
 # Digits shown per metric (anything else: 2).
 DIGITS = {
@@ -92,12 +92,11 @@ def language_numbers(table: pd.DataFrame) -> dict[str, str]:
             f"{metric}/equivalence": r["equivalence"],
         }
         for part in ROW_PARTS:  # one per pair of cells, repeated on each metric's row
-            if f"{part}_difference_ms" in r:
+            ms, lo, hi = difference_columns(part)
+            if ms in r:
                 numbers |= {
-                    f"{key}/{part}_difference_ms": _signed(r[f"{part}_difference_ms"], 2),
-                    f"{key}/{part}_difference_ci": _signed_interval(
-                        r[f"{part}_difference_ms_lo"], r[f"{part}_difference_ms_hi"], 2
-                    ),
+                    f"{key}/{ms}": _signed(r[ms], 2),
+                    f"{key}/{part}_difference_ci": _signed_interval(r[lo], r[hi], 2),
                 }
         for runtime in LANGUAGE_PAIR:
             if f"{runtime}_tokenize_us" in r:

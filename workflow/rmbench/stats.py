@@ -294,6 +294,11 @@ def compare_latency(
     return pd.DataFrame(rows)
 
 
+def per_row_median(launches: list[list[float]]) -> float:
+    """The median over rows of each row's median across launches (NaN without launches)."""
+    return float(np.median(np.median(np.asarray(launches, dtype=float), axis=0))) if launches else math.nan
+
+
 def per_row_difference(
     candidate: list[list[float]], baseline: list[list[float]], resamples: int = 2000, seed: int = 0
 ) -> tuple[float, float, float]:

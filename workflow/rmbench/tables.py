@@ -9,12 +9,11 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from .cells import parse_params
 from .provenance import host_label
-from .stats import host_cell, launch_hosts, per_row_difference
+from .stats import host_cell, launch_hosts, per_row_difference, per_row_median
 
 CELL_KEYS = ["study", "model", "device", "runtime", "params", "launch"]
 
@@ -295,7 +294,14 @@ LANGUAGE_KEYS = ["model", "device", "set", "variant"]
 # Per-row series a launch of the language pair records, in ms (name: metric, scale): the whole
 # row, and where the runtime times them apart, its tokenizing and the engine's call.
 ROW_PARTS = {"row": ("latencies_ms", 1.0), "tokenize": ("tokenize_us", 1e-3), "infer": ("infer_ms", 1.0)}
-ROW_DIFFERENCE_COLUMNS = [f"{part}_difference_ms{end}" for part in ROW_PARTS for end in ("", "_lo", "_hi")]
+
+
+def difference_columns(part: str) -> list[str]:
+    """A part's per-row difference and its interval bounds: row_difference_ms, ..._lo, ..._hi."""
+    return [f"{part}_difference_ms{end}" for end in ("", "_lo", "_hi")]
+
+
+ROW_DIFFERENCE_COLUMNS = [column for part in ROW_PARTS for column in difference_columns(part)]
 # Each runtime's own tokenizing time in its launches (between model runs), beside the difference.
 TOKENIZE_COLUMNS = [f"{runtime}_tokenize_us" for runtime in LANGUAGE_PAIR]
 
@@ -323,16 +329,11 @@ def row_differences(records: list[dict]) -> pd.DataFrame:
         row = dict(zip(LANGUAGE_KEYS, key))
         for part, by_runtime in parts.items():
             difference = per_row_difference(*(by_runtime[r] for r in LANGUAGE_PAIR))
-            row |= dict(zip([f"{part}_difference_ms{end}" for end in ("", "_lo", "_hi")], difference))
+            row |= dict(zip(difference_columns(part), difference))
         for runtime, launches in parts["tokenize"].items():
-            row[f"{runtime}_tokenize_us"] = _median_row(launches) * 1e3
+            row[f"{runtime}_tokenize_us"] = per_row_median(launches) * 1e3
         rows.append(row)
     return pd.DataFrame(rows, columns=[*LANGUAGE_KEYS, *ROW_DIFFERENCE_COLUMNS, *TOKENIZE_COLUMNS])
-
-
-def _median_row(launches: list[list[float]]) -> float:
-    """The median over rows of each row's median across launches (NaN without launches)."""
-    return float(np.median(np.median(np.asarray(launches), axis=0))) if launches else math.nan
 
 
 def language_table(comparisons: pd.DataFrame, differences: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -405,7 +406,7 @@ def language_latex(table: pd.DataFrame, caption: str) -> str:
         ]
         key = (r["model"], r["device"], r["set"])
         for part in parts:  # one value per pair of cells: on its first metric's row
-            ms, lo, hi = (r[f"{part}_difference_ms{end}"] for end in ("", "_lo", "_hi"))
+            ms, lo, hi = (r[column] for column in difference_columns(part))
             cells.append("" if key in shown or math.isnan(ms) else f"{ms:+.2f} [{lo:+.2f}, {hi:+.2f}]")
         shown.add(key)
         body.append(cells)
