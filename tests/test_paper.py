@@ -2,9 +2,14 @@
 headline set becomes a LaTeX definition the text reads with \\rmnum{...}."""
 
 import math
+from pathlib import Path
 
 import pandas as pd
-from rmbench.paper import numbers_tex, paper_numbers
+import yaml
+from rmbench.paper import DERIVED, numbers_tex, paper_numbers, quoted_keys, unmeasured_report
+from rmbench.tables import STUDIES
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_numbers_come_from_the_headline_rows_of_each_table():
@@ -118,3 +123,32 @@ def test_the_language_comparison_gives_its_difference_interval_and_equivalence()
     # no sign on a zero difference, nor "-0.0"
     zero = language_table(comparisons.assign(candidate_mean=74.4003))
     assert paper_numbers({"language": zero}, {})["language/electra/cpu/p50_ms/difference_pct"] == "0.0"
+
+
+def test_the_log_names_the_quoted_numbers_a_run_has_no_value_for():
+    text = [
+        r"native took \rmnum{latency/deberta/cpu/native/p50_ms} ms",
+        r"(\rmnum{host/cpu}, \rmnum{host/cuda})",
+    ]
+    quoted = quoted_keys(text)
+    assert quoted == {"latency/deberta/cpu/native/p50_ms", "host/cpu", "host/cuda"}
+    report = unmeasured_report(quoted, {"latency/deberta/cpu/native/p50_ms": "92.5", "host/cpu": "Xeon"})
+    assert report.splitlines() == [
+        "1 of the 3 numbers the text quotes have no value in this run (printed as ??):",
+        "  host/cuda",
+    ]
+    assert "every one of the 3" in unmeasured_report(quoted, dict.fromkeys(quoted, "1"))
+
+
+def test_every_number_the_paper_quotes_names_a_table_and_a_model_of_the_experiment():
+    """A typo in a key would print as ?? in every run; this catches the ones a key's shape shows."""
+    texts = [
+        p.read_text() for p in [ROOT / "paper/main.tex", *sorted((ROOT / "paper/sections").glob("*.tex"))]
+    ]
+    models = set(yaml.safe_load((ROOT / "config.yaml").read_text())["models"])
+    quoted = quoted_keys(texts)
+    assert len(quoted) > 100  # the text quotes its numbers (a broken pattern would find none)
+    for key in quoted:
+        table, *rest = key.split("/")
+        assert table in {*STUDIES, *DERIVED, "host"}, key
+        assert table == "host" or rest[0] in models, key

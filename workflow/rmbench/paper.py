@@ -8,6 +8,7 @@ Keys: study / model / device / runtime [/ variant] / metric, on each study's hea
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -184,21 +185,23 @@ def _signed_interval(lo, hi, digits: int) -> str | None:
     return _bracket(_signed(lo, digits), _signed(hi, digits))
 
 
+# Tables that are not launch statistics, and what each says (keys start with the table's name).
+DERIVED = {
+    "fidelity": fidelity_numbers,
+    "int8_sweep": sweep_numbers,
+    "batch_operators": batch_operator_numbers,
+    "batch_threads": batch_thread_numbers,
+    "language": language_numbers,
+}
+
+
 def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]) -> dict[str, str]:
     """key -> LaTeX text for every metric, interval, speed-up and verdict of every study table
     on its headline set (launch counts too, so the text can say how many)."""
-    # tables that are not launch statistics, and what each says
-    derived = {
-        "fidelity": fidelity_numbers,
-        "int8_sweep": sweep_numbers,
-        "batch_operators": batch_operator_numbers,
-        "batch_threads": batch_thread_numbers,
-        "language": language_numbers,
-    }
-    numbers = host_numbers([t for study, t in tables.items() if study not in derived])
+    numbers = host_numbers([t for study, t in tables.items() if study not in DERIVED])
     for study, table in tables.items():
-        if study in derived:
-            numbers |= derived[study](table)
+        if study in DERIVED:
+            numbers |= DERIVED[study](table)
             continue
         rows = table[table["set"] == headline_sets[study]]
         for _, row in rows.iterrows():
@@ -215,6 +218,28 @@ def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]
                 f"{key}/{name}": text for name, text in values.items() if isinstance(text, str) and text
             }
     return numbers
+
+
+QUOTE = re.compile(r"\\rmnum\{([^}]*)\}")
+
+
+def quoted_keys(texts: list[str]) -> set[str]:
+    """The keys the paper's text quotes with \\rmnum{...}."""
+    return {key for text in texts for key in QUOTE.findall(text)}
+
+
+def unmeasured_report(quoted: set[str], numbers: dict[str, str]) -> str:
+    """Which quoted numbers this run has no value for (they print as a bold "??"), sorted so a
+    study's stay together: expected in a run that leaves cells out (smoke, no GPU), a typo in the
+    text or a lost cell if not."""
+    missing = sorted(quoted - numbers.keys())
+    if not missing:
+        return f"every one of the {len(quoted)} numbers the text quotes was measured"
+    lines = [
+        f"{len(missing)} of the {len(quoted)} numbers the text quotes have no value in this run (printed as ??):"
+    ]
+    lines += [f"  {key}" for key in missing]
+    return "\n".join(lines)
 
 
 def numbers_tex(numbers: dict[str, str]) -> str:

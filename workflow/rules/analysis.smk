@@ -270,13 +270,16 @@ rule notebook:
 
 rule paper_numbers:
     input:
-        expand("paper/tables/{study}.csv", study=enabled_studies()),
-        (["paper/tables/fidelity.csv"] if "decomposition" in enabled_studies() else []),
-        [
-            f"paper/tables/{table}.csv"
-            for table in ("language", "int8_sweep", "batch_operators", "batch_threads")
-            if f"paper/tables/{table}.tex" in study_outputs()
+        tables=[
+            *expand("paper/tables/{study}.csv", study=enabled_studies()),
+            *(["paper/tables/fidelity.csv"] if "decomposition" in enabled_studies() else []),
+            *[
+                f"paper/tables/{table}.csv"
+                for table in ("language", "int8_sweep", "batch_operators", "batch_threads")
+                if f"paper/tables/{table}.tex" in study_outputs()
+            ],
         ],
+        text=["paper/main.tex", *PAPER_SECTIONS],
     output:
         "paper/tables/numbers.tex",
     log:

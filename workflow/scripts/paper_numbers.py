@@ -1,13 +1,15 @@
-"""The numbers the paper quotes, as LaTeX definitions (\\rmnum{study/model/device/...})."""
+"""The numbers the paper quotes, as LaTeX definitions (\\rmnum{study/model/device/...}), and in
+the log the quoted ones this run has no value for."""
 
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged, read_table
-from rmbench.paper import numbers_tex, paper_numbers
+from rmbench.paper import numbers_tex, paper_numbers, quoted_keys, unmeasured_report
 
 with logged(snakemake.log[0]):
-    tables = {Path(path).stem: read_table(path) for path in snakemake.input}
+    tables = {Path(path).stem: read_table(path) for path in snakemake.input.tables}
     numbers = paper_numbers(tables, snakemake.params.headline_sets)
     Path(snakemake.output[0]).write_text(numbers_tex(numbers))
     print(f"{len(numbers)} numbers from {len(tables)} tables")
+    print(unmeasured_report(quoted_keys([Path(p).read_text() for p in snakemake.input.text]), numbers))
