@@ -47,3 +47,10 @@ rule gpu:
     rebuilds the tables from them (see README, "GPU cells")."""
     input:
         [cell["path"] for cell in CELLS if cell["device"] == "cuda"],
+
+
+rule gpu_torch:
+    """The GPU cells of the runtimes that run on PyTorch alone: what a GPU machine without
+    onnxruntime-gpu or the native build can measure (envs/gpu-visit.sh, README "GPU cells")."""
+    input:
+        torch_gpu_cells(),

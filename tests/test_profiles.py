@@ -72,3 +72,16 @@ def test_a_relative_shift_cell_gets_its_own_export_behind_its_own_parity_gate(fr
     assert job_for(jobs, "results/onnx/deberta/model.relshift.onnx")["rule"] == "export_onnx_relative_shift"
     assert job_for(jobs, "results/correctness/deberta.relshift.json")["rule"] == "parity_relative_shift"
     assert job_for(jobs, "results/correctness/deberta_native.json")["rule"] == "native_parity"
+
+
+def test_the_gpu_visit_target_needs_neither_onnxruntime_gpu_nor_the_native_build(fresh_copy):
+    """What a GPU machine with PyTorch alone can run (envs/gpu-visit.sh): the GPU cells of the
+    runtimes that score with PyTorch, and what they need, nothing native."""
+    jobs = dry_run_jobs(fresh_copy, "default", ["gpu_torch"])
+    cells = {output: job for output, job in jobs.items() if "results/cells/" in output}
+    runtimes = {output.split("/")[5] for output in cells}
+    assert runtimes == {"hf_eager", "torch_compile", "fastapi"}
+    assert all(job["rule"] == "gpu_cell" for job in cells.values())
+    assert len(cells) == 2 * (5 + 3 + 3)  # the default config's GPU launches of those runtimes
+    assert not any("native" in output for output in jobs)  # neither the engine's build nor its gate
+    assert job_for(jobs, "results/correctness/deberta.json")["rule"] == "parity"

@@ -27,6 +27,7 @@ from rmbench.precision import (
     sweep_settings,
     timed_settings,
 )
+from rmbench.runtimes import runtime_class
 from rmbench.tables import LANGUAGE_PAIR, STUDIES, step_name
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -359,6 +360,20 @@ def cell_inputs(wildcards):
     else:
         inputs["reference"] = FIDELITY_PATH.format(**wildcards)
     return inputs
+
+
+def torch_gpu_cells():
+    """The GPU cells whose runtime scores with PyTorch (not ONNX Runtime or the native engine),
+    with its options as the launch gets them (a service may wrap another runtime)."""
+    return [
+        cell["path"]
+        for cell in CELLS
+        if cell["device"] == "cuda"
+        and runtime_class(cell["runtime"]).needs_torch(
+            config["studies"][cell["study"]]["runtimes"].get(cell["runtime"], {}).get("options", {})
+            | parse_params(cell["params"])
+        )
+    ]
 
 
 def launch_priority(wildcards):
