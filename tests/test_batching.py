@@ -179,3 +179,21 @@ def test_the_padding_bound_of_each_verdict():
     assert out.statement == "naive b=2 vs none b=1: 0.40x, CIs apart (padding alone: 0.62x)"
     missing = with_padding_bound(verdicts, summary.iloc[1:]).iloc[0]  # no ok launch of the candidate
     assert missing.statement == verdicts.statement[0]
+
+
+@pytest.mark.parametrize(("dynamic", "timed_compiles"), [("false", 2), ("true", 0)])
+def test_torch_compile_batches_say_which_compiled_while_timed(
+    tiny_model, rows, reference, tmp_path, dynamic, timed_compiles
+):
+    """Batches of 4, 4 and 2 rows after one warm-up batch (the first again): static shapes compile
+    for each new one inside the timed region, dynamic ones once, in the warm-up."""
+    record = batching_launch(
+        tiny_model, rows, reference, "torch_compile", batching="length_aware", batch=4,
+        dynamic=dynamic, cache="warm", cache_root=str(tmp_path),
+    )  # fmt: skip
+    assert record["status"] == "ok", record["reason"]
+    m = record["metrics"]
+    assert [len(b) for b in m["batches"]] == [4, 4, 2]
+    assert len(m["batch_compiled"]) == m["n_batches"] and m["batch_compiled"][0] == 0
+    assert m["timed_compiles"] == sum(m["batch_compiled"]) == timed_compiles
+    assert m["compiles"] == timed_compiles + 1

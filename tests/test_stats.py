@@ -82,6 +82,22 @@ def test_summarize_and_compare_use_only_ok_launches():
     assert len(c) == 2
 
 
+def test_a_cell_that_compiled_while_timed_is_warned_about():
+    launches = pd.DataFrame(
+        {
+            "model": ["m"] * 5,
+            "runtime": ["torch_compile"] * 3 + ["hf_eager"] * 2,
+            "status": ["ok"] * 5,
+            "reason": [""] * 5,
+            "row_ms": [10.0, 10.1, 10.2, 12.0, 12.1],
+            "timed_compiles": [0, 2, 0, np.nan, np.nan],  # eager launches have no such metric
+        }
+    )
+    s = summarize(launches, ["model", "runtime"], ["row_ms"]).set_index("runtime")
+    assert s.loc["torch_compile", "warning"] == "compiled while timed in 1 of 3 launches"
+    assert s.loc["hf_eager", "warning"] == ""
+
+
 def test_launches_needed_by_hand():
     from rmbench.stats import launches_needed
 

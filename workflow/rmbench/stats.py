@@ -194,7 +194,7 @@ def summarize(
     """One row per cell: launch counts by status and, over the ok launches, each metric's
     mean, CI bounds, coefficient of variation and the launches a 5% half-width would need; the
     kinds of host they ran on; and the cell's warnings (instability of its first metric,
-    launches on more than one kind of host)."""
+    launches on more than one kind of host, compiles inside the timed region)."""
     rows = []
     for key, group in launches.groupby(keys, sort=True, dropna=False):
         ok = group[group["status"] == "ok"]
@@ -218,6 +218,9 @@ def summarize(
         row["host"] = host_cell(hosts)
         if len(hosts) > 1:
             warnings.append(f"launches on {len(hosts)} kinds of host")
+        if "timed_compiles" in ok and (compiled := int((ok["timed_compiles"] > 0).sum())):
+            # torch.compile met a new shape after its warm-up: a compile inside the wall time
+            warnings.append(f"compiled while timed in {compiled} of {len(ok)} launches")
         row["warning"] = "; ".join(warnings)
         rows.append(row)
     return pd.DataFrame(rows)

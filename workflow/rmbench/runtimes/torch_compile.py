@@ -88,25 +88,49 @@ class TorchCompileRuntime(HFEagerRuntime):
         self.row_compiled.append(self._counters()["frames"]["total"] > frames)
         return scores
 
+    def compile_metrics(self) -> dict:
+        """What compiling cost this launch so far: the first call, compiles, graph breaks, and
+        whether Inductor's cache held the kernels."""
+        counters = self._counters()
+        return {
+            "first_call_s": self.first_call_s,
+            "compiles": counters["frames"]["total"],
+            "recompiles": max(counters["frames"]["total"] - 1, 0),
+            "graph_breaks": sum(counters["graph_break"].values()),
+            "fxgraph_cache_hits": counters["inductor"]["fxgraph_cache_hit"],
+            "fxgraph_cache_misses": counters["inductor"]["fxgraph_cache_miss"],
+            "cache_warm": int(self.cache_warm),
+        }
+
     def time_rows_alone(self, pairs, warmup_rows):
         measured = super().time_rows_alone(pairs, warmup_rows)
         compiled = self.row_compiled[-len(pairs) :]  # the timed rows (warm-up rows come first)
         misses = [ms for ms, c in zip(measured["latencies_ms"], compiled) if c]
         steady = [ms for ms, c in zip(measured["latencies_ms"], compiled) if not c]
-        counters = self._counters()
-        return measured | {
-            "first_call_s": self.first_call_s,
-            "compiles": counters["frames"]["total"],
-            "recompiles": max(counters["frames"]["total"] - 1, 0),
-            "graph_breaks": sum(counters["graph_break"].values()),
-            "miss_rows": len(misses),
-            "miss_max_ms": max(misses) if misses else 0.0,
-            "steady_p50_ms": float(np.median(steady)) if steady else float("nan"),
-            "fxgraph_cache_hits": counters["inductor"]["fxgraph_cache_hit"],
-            "fxgraph_cache_misses": counters["inductor"]["fxgraph_cache_miss"],
-            "cache_warm": int(self.cache_warm),
-            "row_compiled": [int(c) for c in compiled],
-        }
+        return (
+            measured
+            | self.compile_metrics()
+            | {
+                "miss_rows": len(misses),
+                "miss_max_ms": max(misses) if misses else 0.0,
+                "steady_p50_ms": float(np.median(steady)) if steady else float("nan"),
+                "row_compiled": [int(c) for c in compiled],
+            }
+        )
+
+    def time_batches(self, pairs, batches, warmup_batches):
+        """As every runtime batches, plus which timed batches compiled: a new shape after the
+        warm-up batches puts a compile inside the wall time (dynamic=true avoids most)."""
+        measured = super().time_batches(pairs, batches, warmup_batches)
+        compiled = self.row_compiled[-len(batches) :]  # one call per batch; warm-up calls first
+        return (
+            measured
+            | self.compile_metrics()
+            | {
+                "timed_compiles": int(sum(compiled)),
+                "batch_compiled": [int(c) for c in compiled],
+            }
+        )
 
     def close(self) -> None:
         cold = getattr(self, "_cold", None)
