@@ -133,8 +133,13 @@ def test_every_study_has_its_table(smoke_run):
     batching = pd.read_csv(smoke_run / "paper/tables/batching.csv")
     main = batching[batching.set == "main60"]
     # 4 smoke variants for native and eager; ORT-Python its own 4 (repeat, padding to the max
-    # length, the relative-shift export)
-    assert len(main) == 4 + 4 + 4 and (main.launches_ok == 2).all() and (main.throughput_rps > 0).all()
+    # length, the relative-shift export); torch.compile its own 2
+    assert len(main) == 4 + 4 + 4 + 2 and (main.launches_ok == 2).all() and (main.throughput_rps > 0).all()
+    # torch.compile's dynamic shapes: no batch compiled inside the timed region
+    compiled = pd.read_csv(smoke_run / "results/tables/batching/launches.csv").query(
+        "runtime == 'torch_compile'"
+    )
+    assert len(compiled) == 2 * 2 and (compiled.timed_compiles == 0).all()
     assert set(batching[batching.set == "rep60a"].runtime) == {"native"}
     verdicts = pd.read_csv(smoke_run / "paper/tables/batching_verdicts.csv")
     assert verdicts.statement.str.match(
