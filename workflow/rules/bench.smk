@@ -3,7 +3,7 @@
 
 rule cell:
     input:
-        unpack(cell_inputs),
+        unpack(timed_cell_inputs),
     output:
         CELL_PATH,
     log:
@@ -15,6 +15,29 @@ rule cell:
     conda:
         "../../envs/bench.yaml"
     # Every core: a measurement never shares the machine with another job.
+    threads: all_cores
+    resources:
+        mem_mb=CELL_MEM_MB,
+        runtime=CELL_RUNTIME_MIN,
+    params:
+        settings=cell_settings,
+        repo=workflow.basedir,
+    script:
+        "../scripts/run_cell.py"
+
+
+rule warm_compile_cache:
+    input:
+        unpack(cell_inputs),
+    output:
+        WARM_CACHE_PATH,
+    log:
+        "results/logs/inductor-cache/{study}/{model}/{device}/{runtime}/{params}/launch~{launch}.log",
+    wildcard_constraints:
+        launch="0",
+    priority: warm_cache_priority
+    conda:
+        "../../envs/bench.yaml"
     threads: all_cores
     resources:
         mem_mb=CELL_MEM_MB,
