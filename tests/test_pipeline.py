@@ -124,6 +124,14 @@ def test_every_study_has_its_table(smoke_run):
     assert (language.row_difference_ms <= language.row_difference_ms_hi).all()
     compile_ = pd.read_csv(smoke_run / "paper/tables/compile.csv")
     assert len(compile_) == 2 and (compile_.first_call_s > 0).all() and (compile_.recompiles >= 0).all()
+    # a warm-cache cell's launches found the cache that its untimed launch filled
+    launches = pd.read_csv(smoke_run / "results/tables/compile/launches.csv")
+    warm = launches[launches.variant.str.contains("cache~warm")]
+    assert len(warm) == 2 and (warm.cache_warm == 1).all()
+    assert (launches[launches.variant.str.contains("cache~cold")].cache_warm == 0).all()
+    assert (
+        len(list((smoke_run / "results/inductor-cache/warmed/compile").glob("*/cpu/*/*/launch~0.json"))) == 1
+    )
     gemm = pd.read_csv(smoke_run / "paper/tables/gemm.csv")
     assert set(gemm.runtime) == {"torch", "onnxruntime", "numpy"} and (gemm.gflops > 0).all()
     roofline = pd.read_csv(smoke_run / "paper/tables/roofline.csv")
