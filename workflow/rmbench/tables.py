@@ -463,15 +463,25 @@ def variant_label(variant: str) -> str:
 
 
 def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.DataFrame:
-    """One line per candidate against the baseline, e.g. 'naive b=8 vs none b=1: 0.13x, CIs apart'."""
+    """One line per candidate against the baseline, e.g. 'naive b=8 vs none b=1: 0.13x [0.11,
+    0.15], CIs apart': the speed-up, its own 95% interval (bootstrap over launches) where there is
+    one, and whether the two cells' intervals overlap (the study's verdict)."""
     rows = comparisons[(comparisons["baseline"] == baseline) & (comparisons["metric"] == metric)].copy()
+    for bound in ("speedup_boot_lo", "speedup_boot_hi"):
+        if bound not in rows:
+            rows[bound] = math.nan
     apart = rows["verdict"].isin(["faster", "slower"])
     rows["statement"] = [
-        f"{variant_label(c)} vs {variant_label(baseline)}: {s:.2f}x, {'CIs apart' if a else 'CIs overlap'}"
-        for c, s, a in zip(rows["candidate"], rows["speedup"], apart)
+        f"{variant_label(c)} vs {variant_label(baseline)}: {s:.2f}x"
+        + ("" if math.isnan(lo) else f" [{lo:.2f}, {hi:.2f}]")
+        + (", CIs apart" if a else ", CIs overlap")
+        for c, s, lo, hi, a in zip(
+            rows["candidate"], rows["speedup"], rows["speedup_boot_lo"], rows["speedup_boot_hi"], apart
+        )
     ]
     keep = [k for k in ("model", "device", "set", "runtime") if k in rows]
-    return rows[[*keep, "candidate", "baseline", "speedup", "speedup_conservative", "verdict", "statement"]]
+    columns = ["candidate", "baseline", "speedup", "speedup_boot_lo", "speedup_boot_hi"]
+    return rows[[*keep, *columns, "speedup_conservative", "verdict", "statement"]]
 
 
 def with_padding_bound(verdicts: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
