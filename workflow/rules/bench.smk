@@ -26,6 +26,8 @@ rule cell:
         "../scripts/run_cell.py"
 
 
+# The untimed launch (launch 0) that fills Inductor's cache before a compile-study cell timed with
+# `cache: warm`, just before its block (see WARM_CACHE_PATH).
 rule warm_compile_cache:
     input:
         unpack(cell_inputs),

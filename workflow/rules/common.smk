@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from rmbench.cells import (
     CELL_PATH,
     cell_table,
-    comparison_block,
     check_references,
+    comparison_block,
     format_params,
     launch_priorities,
     parse_params,
@@ -380,7 +380,9 @@ def torch_gpu_cells():
 # An untimed launch that fills Inductor's on-disk cache for a compile-study cell timed with `cache:
 # warm` (its record is the output): otherwise the first timed launch of a fresh tree finds it empty.
 # Launch 0: run_cell.py's record of a launch, not a timed one.
-WARM_CACHE_PATH = "results/inductor-cache/warmed/{study}/{model}/{device}/{runtime}/{params}/launch~{launch}.json"
+WARM_CACHE_PATH = (
+    "results/inductor-cache/warmed/{study}/{model}/{device}/{runtime}/{params}/launch~{launch}.json"
+)
 
 
 def timed_cell_inputs(wildcards):
