@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from rmbench.paper import DERIVED, numbers_tex, paper_numbers, quoted_keys, unmeasured_report
+from rmbench.paper import DERIVED, numbers_tex, paper_numbers, quoted_keys, text_files, unmeasured_report
 from rmbench.tables import STUDIES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,9 +145,7 @@ def test_the_log_names_the_quoted_numbers_a_run_has_no_value_for():
 
 def test_every_number_the_paper_quotes_names_a_table_and_a_model_of_the_experiment():
     """A typo in a key would print as ?? in every run; this catches the ones a key's shape shows."""
-    texts = [
-        p.read_text() for p in [ROOT / "paper/main.tex", *sorted((ROOT / "paper/sections").glob("*.tex"))]
-    ]
+    texts = [p.read_text() for p in text_files(ROOT)]
     models = set(yaml.safe_load((ROOT / "config.yaml").read_text())["models"])
     quoted = quoted_keys(texts)
     assert len(quoted) > 100  # the text quotes its numbers (a broken pattern would find none)

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from conftest import ROOT
 from rmbench.decomposition import MATRIX_OPS, SESSION_RUN
-from rmbench.paper import quoted_keys
+from rmbench.paper import quoted_keys, text_files
 
 COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", ".snakemake", "results", "__pycache__", ".pytest_cache", "tables", "figures", "build"
@@ -332,10 +332,7 @@ def test_paper_target_quotes_only_numbers_the_run_measured(smoke_run):
         assert "latexmk not found" in run.stderr
     numbers = (smoke_run / "paper/tables/numbers.tex").read_text()
     defined = set(re.findall(r"\\rmset\{([^}]*)\}", numbers))
-    texts = [
-        p.read_text() for p in [smoke_run / "paper/main.tex", *(smoke_run / "paper/sections").glob("*.tex")]
-    ]
-    quoted = quoted_keys(texts)
+    quoted = quoted_keys([p.read_text() for p in text_files(smoke_run)])
     # the rule's log names every quoted number the run has no value for (smoke leaves cells out)
     log = (smoke_run / "results/logs/paper/numbers.log").read_text()
     assert f"{len(quoted - defined)} of the {len(quoted)} numbers the text quotes" in log

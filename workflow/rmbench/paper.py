@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import pandas as pd
 
@@ -225,6 +226,12 @@ def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]
 
 
 QUOTE = re.compile(r"\\rmnum\{([^}]*)\}")
+
+
+def text_files(root: str | Path) -> list[Path]:
+    """The paper's own text under a checkout: main.tex and its sections, which quote the numbers."""
+    root = Path(root)
+    return [root / "paper/main.tex", *sorted((root / "paper/sections").glob("*.tex"))]
 
 
 def quoted_keys(texts: list[str]) -> set[str]:

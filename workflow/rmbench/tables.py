@@ -467,9 +467,6 @@ def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.Da
     0.15], CIs apart': the speed-up, its own 95% interval (bootstrap over launches) where there is
     one, and whether the two cells' intervals overlap (the study's verdict)."""
     rows = comparisons[(comparisons["baseline"] == baseline) & (comparisons["metric"] == metric)].copy()
-    for bound in ("speedup_boot_lo", "speedup_boot_hi"):
-        if bound not in rows:
-            rows[bound] = math.nan
     apart = rows["verdict"].isin(["faster", "slower"])
     rows["statement"] = [
         f"{variant_label(c)} vs {variant_label(baseline)}: {s:.2f}x"

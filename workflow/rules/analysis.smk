@@ -279,7 +279,7 @@ rule paper_numbers:
                 if f"paper/tables/{table}.tex" in study_outputs()
             ],
         ],
-        text=["paper/main.tex", *PAPER_SECTIONS],
+        text=PAPER_TEXT,
     output:
         "paper/tables/numbers.tex",
     log:
@@ -294,8 +294,7 @@ rule paper_numbers:
 
 rule paper_pdf:
     input:
-        "paper/main.tex",
-        PAPER_SECTIONS,
+        PAPER_TEXT,
         "paper/tables/numbers.tex",
         study_outputs(),
     output:

@@ -20,6 +20,7 @@ from rmbench.cells import (
     parse_params,
 )
 from rmbench.figures import FIGURES
+from rmbench.paper import text_files as paper_text_files
 from rmbench.precision import (
     MATMUL_GROUPS,
     ONNX_OPTIMIZERS,
@@ -251,10 +252,8 @@ def notebook_parameters():
     }
 
 
-PAPER_SECTIONS = sorted(
-    str(p.relative_to(workflow.basedir))
-    for p in Path(workflow.basedir, "paper/sections").glob("*.tex")
-)
+# The paper's text (main.tex, then its sections), relative to the checkout.
+PAPER_TEXT = [str(p.relative_to(workflow.basedir)) for p in paper_text_files(workflow.basedir)]
 
 
 def paper_targets(wildcards):
