@@ -12,7 +12,7 @@ from rmbench.tables import STUDIES
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_numbers_come_from_the_headline_rows_of_each_table():
+def test_numbers_come_from_each_table_with_other_sets_named_in_the_key():
     latency = pd.DataFrame(
         [
             {"model": "deberta", "device": "cpu", "set": "main60", "variant": "-", "runtime": "native"}
@@ -42,7 +42,10 @@ def test_numbers_come_from_the_headline_rows_of_each_table():
     assert numbers["latency/deberta/cpu/native/verdict"] == "not distinguishable"
     assert numbers["latency/deberta/cpu/native/launches"] == "5/5"
     assert "latency/deberta/cpu/native/p95_ms_ci" not in numbers  # no interval, no number
-    assert not any("rep60a" in key or value == "1.0" for key, value in numbers.items())  # headline set only
+    # a replication set's cell is quoted under its own name, never in the headline's place
+    assert numbers["latency@rep60a/deberta/cpu/native/p50_ms"] == "1.0"
+    assert numbers["latency@rep60a/deberta/cpu/native/launches"] == "3/3"
+    assert not any(value == "1.0" for key, value in numbers.items() if key.startswith("latency/"))
     assert numbers["batching/electra/cpu/native/naive-b=8/row_ms"] == "1{,}234.5"
     assert numbers["batching/electra/cpu/native/naive-b=8/launches"] == "2/3"
     tex = numbers_tex(numbers)
@@ -146,10 +149,13 @@ def test_the_log_names_the_quoted_numbers_a_run_has_no_value_for():
 def test_every_number_the_paper_quotes_names_a_table_and_a_model_of_the_experiment():
     """A typo in a key would print as ?? in every run; this catches the ones a key's shape shows."""
     texts = [p.read_text() for p in text_files(ROOT)]
-    models = set(yaml.safe_load((ROOT / "config.yaml").read_text())["models"])
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    models, sets = set(config["models"]), set(config["sets"])
     quoted = quoted_keys(texts)
     assert len(quoted) > 100  # the text quotes its numbers (a broken pattern would find none)
     for key in quoted:
         table, *rest = key.split("/")
+        table, _, sample_set = table.partition("@")  # study@set: a replication set's cells
         assert table in {*STUDIES, *DERIVED, "host"}, key
+        assert not sample_set or sample_set in sets, key
         assert table == "host" or rest[0] in models, key

@@ -2,7 +2,8 @@
 
 The text never types a measured number: it writes \\rmnum{latency/deberta/cpu/native/speedup}
 and gets whatever the last run measured (or a bold "??" where that cell has no result).
-Keys: study / model / device / runtime [/ variant] / metric, on each study's headline set.
+Keys: study / model / device / runtime [/ variant] / metric, on each study's headline set, and
+study@set / ... the same on the study's other (replication) sets.
 """
 
 from __future__ import annotations
@@ -198,15 +199,16 @@ DERIVED = {
 
 def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]) -> dict[str, str]:
     """key -> LaTeX text for every metric, interval, speed-up and verdict of every study table
-    on its headline set (launch counts too, so the text can say how many)."""
+    (launch counts too, so the text can say how many): 'study/...' on its headline set,
+    'study@set/...' on each other set, so a replication is quoted from its own cells."""
     numbers = host_numbers([t for study, t in tables.items() if study not in DERIVED])
     for study, table in tables.items():
         if study in DERIVED:
             numbers |= DERIVED[study](table)
             continue
-        rows = table[table["set"] == headline_sets[study]]
-        for _, row in rows.iterrows():
-            key = "/".join(_key_parts(row, study))
+        for _, row in table.iterrows():
+            name = study if row["set"] == headline_sets[study] else f"{study}@{row['set']}"
+            key = "/".join(_key_parts(row, name))
             values = {"launches": f"{row['launches_ok']}/{row['launches']}", "verdict": row.get("verdict")}
             for metric in STUDIES[study]["metrics"]:
                 digits = DIGITS.get(metric, 2)
