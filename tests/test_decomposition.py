@@ -433,6 +433,57 @@ def test_batch_operator_table_by_hand():
         batch_operator_table({("m", "none"): {2: profile(2, {}), 8: profile(8, {})}})
 
 
+def test_pytorch_batch_operators_with_the_work_of_the_weight_products_by_hand():
+    def profile(batch, ms, work):
+        operators = [{"op_type": op, "ms_per_row": v} for op, v in ms.items()]
+        return {"batch": batch, "operators": operators, "call_ms_per_row": 1.1 * sum(ms.values())} | {
+            "work_gflop_per_row": {"aten::addmm": work}
+        }
+
+    fused = "cpp_fused__softmax__to_copy_abs_add_arange_bitwise_and_clamp"
+    profiles = {
+        ("deberta", "torch_compile"): {
+            1: profile(1, {"aten::addmm": 10.0, fused: 2.0}, 3.0),
+            8: profile(8, {"aten::addmm": 6.0, fused: 2.5}, 2.4),
+        }
+    }
+    table = batch_operator_table(profiles, by="runtime").set_index("op_type")
+    assert "optimizer" not in table and set(table.runtime) == {"torch_compile"}
+    # work 3.0 GFLOP in 10 ms alone (300 GFLOP/s), 2.4 in 6 ms batched (400): less work, faster rate
+    assert table.loc["aten::addmm", "gflops_alone"] == pytest.approx(300)
+    assert table.loc["aten::addmm", "gflops_batched"] == pytest.approx(400)
+    assert math.isnan(table.loc[fused, "gflops_alone"])  # its work is not known
+    assert table.loc["whole call", "ratio"] == pytest.approx(8.5 / 12)  # the score call, not a session
+    assert "session run" not in table.index and bool(table.loc["aten::addmm", "matrix_product"])
+    latex = batch_operator_latex(table.reset_index(), by="runtime")
+    assert "tab:torch-batch-operators" in latex and "300 / 400" in latex and "torch.profiler" in latex
+    assert fused not in latex and r"cpp\_fused\_\_softmax" in latex  # long kernel names shortened
+
+
+def test_pytorch_operator_profiles_of_a_real_model(tiny_model):
+    """torch.profiler on eager PyTorch: each row alone and as 3 copies, per row scored."""
+    from rmbench.torch_operators import operator_name, torch_operator_profiles
+
+    runtime = runtime_class("hf_eager")(tiny_model["model"], None, "cpu", 1, 512)
+    runtime.load()
+    pairs = [(r["prompt"], r["response"]) for r in tiny_model["rows"][:4]]
+    both = torch_operator_profiles(runtime, pairs, 1, (1, 3))
+    assert both[1]["rows"] == 3 and both[3]["rows"] == 9 and both[3]["batch"] == 3
+    for found in both.values():
+        ops = {o["op_type"]: o["ms_per_row"] for o in found["operators"]}
+        assert ops["aten::addmm"] > 0 and 0 < found["matrix_share"] < 1
+        assert sum(o["share"] for o in found["operators"]) == pytest.approx(1.0)
+        assert found["call_ms_per_row"] > 0
+    with pytest.raises(ValueError, match="none after 4 warm-up rows"):
+        torch_operator_profiles(runtime, pairs, 4, (1, 3))
+    # Inductor's names, made comparable across the graphs of two batch shapes
+    assert operator_name("graph_3_cpp_fused_gelu_view_3") == "cpp_fused_gelu_view"
+    assert operator_name("graph_1_cpp_fused_gelu_view_12") == "cpp_fused_gelu_view"
+    assert operator_name("## Call CompiledFxGraph fabc123 ##") == "Inductor graph call"
+    assert operator_name("Torch-Compiled Region: 0/1") == "Torch-Compiled Region"
+    assert operator_name("aten::addmm") == "aten::addmm"
+
+
 def test_operator_table_keeps_the_top_types_and_sums_the_rest():
     ops = [("MatMul", 6.0), ("Add", 2.0), ("Softmax", 1.0), ("Gather", 1.0)]
     profile = {

@@ -4,7 +4,7 @@ import math
 
 import pandas as pd
 import pytest
-from rmbench.flops import encoder_flops
+from rmbench.flops import encoder_flops, relative_projection_flops, weight_gemm_flops
 from rmbench.replication import replication_table
 from rmbench.roofline import roofline_table
 
@@ -19,6 +19,30 @@ def test_encoder_flops_by_hand():
     assert encoder_flops(deberta, 10) == 2 * (4160 + 2 * 1520)
     # a row with more distances (599) than the 2k = 512 embeddings: those bound it
     assert encoder_flops(deberta, 300) == 2 * (38400 + 38400 + 1440000 + 2 * (2 * 300 * 512 * 4))
+
+
+def test_relative_projection_flops_once_per_call_by_hand():
+    """DeBERTa-v3 projects its 2k relative-position embeddings with the shared query and key
+    projections in every layer: 2 x 2 x 2k x H x H per layer, whatever the row."""
+    deberta = BERT | {"relative_attention": True, "position_buckets": 256, "share_att_key": True}
+    assert relative_projection_flops(deberta) == 2 * (2 * 2 * 512 * 4 * 4)
+    # without shared projections, one per position term; none without relative attention
+    own = deberta | {"share_att_key": False, "pos_att_type": ["c2p"]}
+    assert relative_projection_flops(own) == 2 * (1 * 2 * 512 * 4 * 4)
+    assert relative_projection_flops(BERT) == 0.0
+    # the weight products alone: projections and FFN, no attention scores
+    assert weight_gemm_flops(deberta, 10) == 2 * (1280 + 1280)
+
+
+def test_a_batch_shares_the_relative_projections_and_nothing_else():
+    from rmbench.torch_operators import weight_gemm_work
+
+    deberta = BERT | {"relative_attention": True, "position_buckets": 256, "share_att_key": True}
+    per_row, shared = weight_gemm_flops(deberta, 10) / 1e9, relative_projection_flops(deberta) / 1e9
+    assert weight_gemm_work(deberta, [10, 10], 1) == pytest.approx(per_row + shared)
+    assert weight_gemm_work(deberta, [10, 10], 8) == pytest.approx(per_row + shared / 8)
+    # ELECTRA-like: nothing shared, the same work per row in any batch
+    assert weight_gemm_work(BERT, [10, 30], 8) == pytest.approx(weight_gemm_work(BERT, [10, 30], 1))
 
 
 def comparison(model, set_name, verdict, speedup=2.0, candidate="native"):

@@ -93,6 +93,31 @@ def test_the_batch_operator_profile_gives_its_ratios_and_the_operator_that_adds_
     assert numbers["batch_operators/deberta/top_share"] == "150"  # of the +2 ms: Softmax +3, MatMul -1
 
 
+def test_the_pytorch_batch_operator_profile_gives_each_operator_and_the_weight_products_rate():
+    from rmbench.decomposition import batch_operator_table
+
+    def profile(batch, ms, work):
+        operators = [{"op_type": op, "ms_per_row": v} for op, v in ms.items()]
+        return {"batch": batch, "operators": operators, "call_ms_per_row": 20.0 / batch**0.1} | {
+            "work_gflop_per_row": {"aten::addmm": work}
+        }
+
+    alone = {"aten::addmm": 10.0, "aten::_softmax": 1.0}
+    batched = {"aten::addmm": 6.0, "aten::_softmax": 2.0}
+    table = batch_operator_table(
+        {("deberta", "hf_eager"): {1: profile(1, alone, 3.0), 8: profile(8, batched, 2.4)}}, by="runtime"
+    )
+    numbers = paper_numbers({"torch_batch_operators": table}, {})
+    key = "torch_batch_operators/deberta/hf_eager"
+    assert numbers[f"{key}/op/aten::_softmax/ratio"] == "2.00"
+    assert numbers[f"{key}/top_op"] == r"aten::\_softmax"  # typeset as it reads
+    assert numbers[f"{key}/op/aten::addmm/work_ratio"] == "0.80"  # 2.4 / 3.0 GFLOP per row
+    assert numbers[f"{key}/op/aten::addmm/gflops_alone"] == "300"
+    assert numbers[f"{key}/op/aten::addmm/rate_ratio"] == "1.33"  # 400 / 300 GFLOP/s
+    assert numbers[f"{key}/run_ratio"] == "0.81"  # the whole call: 8^-0.1
+    assert f"{key}/op/aten::_softmax/gflops_alone" not in numbers  # its work is not known
+
+
 def test_the_language_comparison_gives_its_difference_interval_and_equivalence():
     from rmbench.stats import compare_latency
     from rmbench.tables import language_table

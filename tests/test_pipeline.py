@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ROOT
-from rmbench.decomposition import MATRIX_OPS, SESSION_RUN
+from rmbench.decomposition import MATRIX_OPS, SESSION_RUN, WHOLE_CALL
 from rmbench.paper import quoted_keys, text_files
 
 COPY_IGNORE = shutil.ignore_patterns(
@@ -173,6 +173,20 @@ def test_every_study_has_its_table(smoke_run):
     assert (run.ms_per_row_alone >= total.ms_per_row_alone).all() and (run.ratio > 0).all()
     assert ops[ops.matrix_product].op_type.isin(MATRIX_OPS).all() and ops.matrix_product.any()
     assert r"\label{tab:batch-operators}" in (smoke_run / "paper/tables/batch_operators.tex").read_text()
+    # torch.profiler on the same rows in the PyTorch runtimes (torch_runtimes): the weight products'
+    # work is known (ELECTRA shares none in a batch) and so is their rate
+    torch_ops = pd.read_csv(smoke_run / "paper/tables/torch_batch_operators.csv")
+    addmm = torch_ops[torch_ops.op_type == "aten::addmm"].set_index("runtime")
+    assert set(addmm.index) == {"hf_eager", "torch_compile"} and (torch_ops.batch == 4).all()
+    assert (addmm.gflop_per_row_alone == addmm.gflop_per_row_batched).all() and (addmm.gflops_alone > 1).all()
+    assert addmm.matrix_product.all()
+    calls = torch_ops[torch_ops.op_type == WHOLE_CALL].set_index("runtime")
+    totals = torch_ops[torch_ops.op_type == "total"].set_index("runtime")
+    assert (calls.ms_per_row_alone >= totals.ms_per_row_alone).all()  # the call holds its operators
+    compiled = set(torch_ops[torch_ops.runtime == "torch_compile"].op_type)
+    assert any(op.startswith("cpp_fused") for op in compiled) and not any(
+        op.startswith("graph_") for op in compiled
+    )
     # ORT's thread settings on the same rows alone and as batches of 4 copies (thread_probe)
     threads = pd.read_csv(smoke_run / "paper/tables/batch_threads.csv").set_index("setting")
     assert list(threads.index) == ["intra_all-sequential-inter_1", "intra_all-parallel-inter_2"]

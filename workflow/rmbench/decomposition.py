@@ -147,7 +147,8 @@ def gap_table(
     return pd.DataFrame(rows)
 
 
-# Operator types that are matrix products (what the GEMM ceiling measures), fp32 and int8.
+# Operator types that are matrix products (what the GEMM ceiling measures): ONNX Runtime's, fp32
+# and int8, and PyTorch's as its profiler names them (eager's and those Inductor calls out to).
 MATRIX_OPS = {
     "MatMul",
     "FusedMatMul",
@@ -155,6 +156,11 @@ MATRIX_OPS = {
     "MatMulInteger",
     "MatMulIntegerToFloat",
     "DynamicQuantizeMatMul",
+    "aten::addmm",
+    "aten::mm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "mkldnn::_linear_pointwise",
 }
 
 
@@ -248,9 +254,11 @@ def operator_table(profiles: dict[str, dict], top: int = 6) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "op_type", "ms_per_row", "share"])
 
 
-# The batch operator table's rows that are not one operator: the kernels' sum, the whole session.run
-TOTAL, SESSION_RUN = "total", "session run"
-SUMMARY_ROWS = (TOTAL, SESSION_RUN)
+# The batch operator table's rows that are not one operator: the kernels' sum, and the whole
+# session.run (ONNX Runtime) or score call (PyTorch, tokenizing included)
+TOTAL, SESSION_RUN, WHOLE_CALL = "total", "session run", "whole call"
+SUMMARY_ROWS = (TOTAL, SESSION_RUN, WHOLE_CALL)
+_WHOLE_RUNS = {"run_ms_per_row": SESSION_RUN, "call_ms_per_row": WHOLE_CALL}
 
 
 def _operator_change(op_type: str, alone_ms: float, batch_ms: float, extra_total: float) -> dict:
@@ -265,15 +273,33 @@ def _operator_change(op_type: str, alone_ms: float, batch_ms: float, extra_total
     }
 
 
-def batch_operator_table(profiles: dict[tuple[str, str], dict[int, dict]]) -> pd.DataFrame:
-    """Per model, export (`optimizer`) and operator type, ORT's kernel time per row with each row
-    alone and in a batch of copies of itself (`profiles`: (model, optimizer) -> operator_profiles
-    of batch sizes 1 and one more): the ratio, the extra milliseconds per row the batch costs (negative: saves),
-    and that as a share of the whole difference; a 'total' row per model and export (the kernels'
-    sum) and, where profiled, a 'session run' row (the whole session.run). Where a batch without
-    padding is no faster per row, this says which operators keep it so."""
+def _operator_rates(op_type: str, alone: dict, batched: dict) -> dict:
+    """Where both profiles know an operator's work (GFLOP per row, `work_gflop_per_row`) and timed
+    it: the work per row alone and batched and the GFLOP/s each achieved, so a batch's saving
+    splits into less work per row and a faster rate; nothing otherwise."""
+    rates = {}
+    for name, profile in (("alone", alone), ("batched", batched)):
+        work = profile.get("work_gflop_per_row", {}).get(op_type)
+        ms = sum(o["ms_per_row"] for o in profile["operators"] if o["op_type"] == op_type)
+        if work is None or not ms:
+            return {}
+        rates |= {f"gflop_per_row_{name}": work, f"gflops_{name}": work / ms * 1e3}
+    return rates
+
+
+def batch_operator_table(
+    profiles: dict[tuple[str, str], dict[int, dict]], by: str = "optimizer"
+) -> pd.DataFrame:
+    """Per model, `by` (ORT: the export, `optimizer`; PyTorch: the `runtime`) and operator type,
+    the kernel time per row with each row alone and in a batch of copies of itself (`profiles`:
+    (model, by) -> operator_profiles or torch_operator_profiles of batch sizes 1 and one more): the
+    ratio, the extra milliseconds per row the batch costs (negative: saves), and that as a share
+    of the whole difference; a 'total' row per model and `by` (the kernels' sum) and, where
+    profiled, a 'session run' row (ORT's whole session.run) or a 'whole call' row (the PyTorch
+    runtime's score call). Where a batch without padding is no faster per row, this says which
+    operators keep it so; where it is faster, which make it so."""
     rows = []
-    for (model, optimizer), by_batch in sorted(profiles.items()):
+    for (model, variant), by_batch in sorted(profiles.items()):
         (alone, one), (size, batched) = sorted(by_batch.items())
         if alone != 1:
             raise ValueError(
@@ -283,61 +309,89 @@ def batch_operator_table(profiles: dict[tuple[str, str], dict[int, dict]]) -> pd
             b: {o["op_type"]: o["ms_per_row"] for o in p["operators"]} for b, p in ((1, one), (size, batched))
         }
         extra_total = sum(ms[size].values()) - sum(ms[1].values())
-        key = {"model": model, "optimizer": optimizer, "batch": size}
+        key = {"model": model, by: variant, "batch": size}
         ops = sorted(
             ms[1].keys() | ms[size].keys(), key=lambda o: (-abs(ms[size].get(o, 0) - ms[1].get(o, 0)), o)
         )
         rows += [
-            key | _operator_change(op, ms[1].get(op, 0.0), ms[size].get(op, 0.0), extra_total) for op in ops
+            key
+            | _operator_change(op, ms[1].get(op, 0.0), ms[size].get(op, 0.0), extra_total)
+            | _operator_rates(op, one, batched)
+            for op in ops
         ]
         rows.append(key | _operator_change(TOTAL, sum(ms[1].values()), sum(ms[size].values()), extra_total))
-        if "run_ms_per_row" in one:  # the session's whole run (no share: not part of the kernels' sum)
-            run = _operator_change(SESSION_RUN, one["run_ms_per_row"], batched["run_ms_per_row"], math.nan)
-            rows.append(key | run)
+        for field, label in _WHOLE_RUNS.items():  # no share: not part of the kernels' sum
+            if field in one:
+                rows.append(key | _operator_change(label, one[field], batched[field], math.nan))
     return pd.DataFrame(rows)
 
 
-def batch_operator_latex(table: pd.DataFrame, top: int = 5) -> str:
-    """The `top` operator types by |extra ms| per model and export, and the total."""
+def batch_operator_latex(table: pd.DataFrame, top: int = 5, by: str = "optimizer") -> str:
+    """The `top` operator types by |extra ms| per model and `by` (ORT: the export; PyTorch: the
+    runtime), and the summary rows."""
     shown = pd.concat(
         part
-        for _, group in table.groupby(["model", "optimizer"])
+        for _, group in table.groupby(["model", by])
         for part in (
             group[~group["op_type"].isin(SUMMARY_ROWS)].head(top),
             group[group["op_type"].isin(SUMMARY_ROWS)],
         )
     )
+    ort = by == "optimizer"
     shown = shown.assign(
-        export=["stock" if o == "none" else o.replace("_", " ") for o in shown["optimizer"]],
+        # Inductor names a kernel after every operation it fused: the first ones say enough
+        op_type=[op if len(op) <= 40 else op[:38] + "..." for op in shown["op_type"]],
+        variant=[("stock" if v == "none" else v.replace("_", " ")) if ort else v for v in shown[by]],
         alone=[f"{m:.2f}" for m in shown["ms_per_row_alone"]],
         batched=[f"{m:.2f}" for m in shown["ms_per_row_batched"]],
         ratio=["--" if math.isnan(r) else f"{r:.2f}x" for r in shown["ratio"]],
         extra=[f"{m:+.2f}" for m in shown["extra_ms_per_row"]],
         share=["--" if math.isnan(s) else fmt_pct(s) for s in shown["share_of_extra"]],
     )
-    caption = (
-        f"Where a CPU batch without padding spends its time: ONNX Runtime's kernel time per row (ms, from "
-        f"its profiler) with each row alone and as a batch of {int(table['batch'].iloc[0])} copies of itself, "
-        f"the operator types whose time per row changes most ({top} per model and export: the stock one, or "
-        "DeBERTa's relative attention as a diagonal shift), and each one's share of the whole change. "
-        "Each row alone and batched in turn, in one session; a few percent of an operator's time is "
-        "noise, and profiling slows every operator a little: read the differences. Total: the kernels' sum; session run: all of "
-        "\\texttt{session.run}."
-    ) + hosts_sentence(table, "Measured on")
+    columns = {
+        "model": "Model",
+        "variant": "Export" if ort else "Runtime",
+        "op_type": "Operator",
+        "alone": "Alone",
+        "batched": "Batched",
+        "ratio": "Ratio",
+        "extra": "Extra ms",
+        "share": "Of the change",
+    }
+    if "gflops_alone" in shown:  # the operators whose work is known: the rate each achieved
+        shown["rate"] = [
+            "" if math.isnan(a) else f"{a:.0f} / {b:.0f}"
+            for a, b in zip(shown["gflops_alone"], shown["gflops_batched"])
+        ]
+        columns["rate"] = "GFLOP/s"
+    batch = int(table["batch"].iloc[0])
+    if ort:
+        caption = (
+            f"Where a CPU batch without padding spends its time: ONNX Runtime's kernel time per row (ms, from "
+            f"its profiler) with each row alone and as a batch of {batch} copies of itself, "
+            f"the operator types whose time per row changes most ({top} per model and export: the stock one, or "
+            "DeBERTa's relative attention as a diagonal shift), and each one's share of the whole change. "
+            "Each row alone and batched in turn, in one session; a few percent of an operator's time is "
+            "noise, and profiling slows every operator a little: read the differences. Total: the kernels' sum; session run: all of "
+            "\\texttt{session.run}."
+        )
+    else:
+        caption = (
+            f"Where a PyTorch batch without padding gains: each operator's own CPU time per row (ms, from "
+            f"torch.profiler) in eager PyTorch and under torch.compile with each row alone and as a batch of "
+            f"{batch} copies of itself, the operator types whose time per row changes most ({top} per model "
+            "and runtime; Inductor's generated kernels by name), and each one's share of the whole change. "
+            "Each row alone and batched in turn, in one process; profiling slows every operator a little, "
+            "eager's many small ones most: read the differences. Total: the operators' sum; whole call: "
+            "the runtime's score call, tokenizing included. GFLOP/s (alone / batched): the weight products' "
+            "work per row (a batch shares DeBERTa's relative-position projections, one per call) over "
+            "their time."
+        )
     return simple_latex(
         shown,
-        {
-            "model": "Model",
-            "export": "Export",
-            "op_type": "Operator",
-            "alone": "Alone",
-            "batched": "Batched",
-            "ratio": "Ratio",
-            "extra": "Extra ms",
-            "share": "Of the change",
-        },
-        caption,
-        "tab:batch-operators",
+        columns,
+        caption + hosts_sentence(table, "Measured on"),
+        "tab:batch-operators" if ort else "tab:torch-batch-operators",
     )
 
 

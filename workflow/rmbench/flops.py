@@ -17,17 +17,41 @@ import json
 from pathlib import Path
 
 
-def encoder_flops(config: dict, tokens: int) -> float:
+def _position_span(config: dict) -> int:
+    """k: DeBERTa's relative positions run from -k to k (its position buckets, else its maximum)."""
+    span = config.get("position_buckets", -1)
+    if span <= 0:
+        span = config.get("max_relative_positions", -1)
+    if span <= 0:
+        span = config["max_position_embeddings"]
+    return span
+
+
+def weight_gemm_flops(config: dict, tokens: int) -> float:
+    """The products with weight matrices of a row of n tokens: Q, K, V, output, FFN."""
     n, h, i = tokens, config["hidden_size"], config["intermediate_size"]
-    per_layer = 4 * 2 * n * h * h + 2 * 2 * n * h * i + 2 * 2 * n * n * h
+    return float((4 * 2 * n * h * h + 2 * 2 * n * h * i) * config["num_hidden_layers"])
+
+
+def encoder_flops(config: dict, tokens: int) -> float:
+    n, h = tokens, config["hidden_size"]
+    per_layer = 2 * 2 * n * n * h
     if config.get("relative_attention"):
-        span = config.get("position_buckets", -1)
-        if span <= 0:
-            span = config.get("max_relative_positions", -1)
-        if span <= 0:
-            span = config["max_position_embeddings"]
+        span = _position_span(config)
         per_layer += len(config.get("pos_att_type") or []) * 2 * n * min(2 * n - 1, 2 * span) * h
-    return float(per_layer * config["num_hidden_layers"])
+    return weight_gemm_flops(config, tokens) + float(per_layer * config["num_hidden_layers"])
+
+
+def relative_projection_flops(config: dict) -> float:
+    """DeBERTa's projections of its 2k relative-position embeddings per layer, once per call
+    whatever the batch (eager and torch.compile without freezing compute them; a runtime that
+    folds constants does not): the query and key projections where the attention shares them
+    (DeBERTa-v3), else one per position term. Zero for a model without relative attention."""
+    if not config.get("relative_attention"):
+        return 0.0
+    h = config["hidden_size"]
+    projections = 2 if config.get("share_att_key") else len(config.get("pos_att_type") or [])
+    return float(projections * 2 * (2 * _position_span(config)) * h * h * config["num_hidden_layers"])
 
 
 def model_config(model_dir: str | Path) -> dict:

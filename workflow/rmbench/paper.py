@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .decomposition import SESSION_RUN, SUMMARY_ROWS, TOTAL
+from .decomposition import SESSION_RUN, SUMMARY_ROWS, TOTAL, WHOLE_CALL
 from .stats import launch_hosts
 from .tables import LANGUAGE_PAIR, ROW_PARTS, STUDIES, difference_columns, latex_escape, variant_label
 
@@ -122,18 +122,24 @@ def batch_thread_numbers(table: pd.DataFrame) -> dict[str, str]:
     return numbers
 
 
-def batch_operator_numbers(table: pd.DataFrame) -> dict[str, str]:
-    """batch_operators/<model>[/optimizer=<export>]/<name>: a batch's time per row against a row
-    alone (total, and the matrix products together), and the operator type that adds the most with
-    its share."""
+def batch_operator_numbers(
+    table: pd.DataFrame, study: str = "batch_operators", by: str = "optimizer"
+) -> dict[str, str]:
+    """<study>/<model>[/<variant>]/<name>: a batch's time per row against a row alone (total, the
+    whole run, and the matrix products together), the operator type that adds the most with its
+    share, and each operator type's ratio (<...>/op/<op_type>/ratio). The variant is ORT's export
+    (optimizer=<export>, left out for the stock one) or the PyTorch runtime (by="runtime")."""
     numbers = {}
-    for (model, optimizer), rows in table.groupby(["model", "optimizer"]):
+    for (model, variant), rows in table.groupby(["model", by]):
         ops = rows[~rows["op_type"].isin(SUMMARY_ROWS)]
         total = rows[rows["op_type"] == TOTAL].iloc[0]
-        run = rows[rows["op_type"] == SESSION_RUN]
+        run = rows[rows["op_type"].isin([SESSION_RUN, WHOLE_CALL])]
         matrix = ops[ops["matrix_product"].astype(bool)]
         top = ops.loc[ops["extra_ms_per_row"].idxmax()]
-        key = f"batch_operators/{model}" + ("" if optimizer == "none" else f"/optimizer={optimizer}")
+        if by == "optimizer":
+            key = f"{study}/{model}" + ("" if variant == "none" else f"/optimizer={variant}")
+        else:
+            key = f"{study}/{model}/{variant}"
         numbers |= {
             f"{key}/batch": str(int(total["batch"])),
             f"{key}/total_ratio": _format(total["ratio"], 2),
@@ -142,11 +148,24 @@ def batch_operator_numbers(table: pd.DataFrame) -> dict[str, str]:
             f"{key}/matrix_ratio": _format(
                 matrix["ms_per_row_batched"].sum() / matrix["ms_per_row_alone"].sum(), 2
             ),
-            f"{key}/top_op": str(top["op_type"]),
+            f"{key}/top_op": latex_escape(str(top["op_type"])),
             f"{key}/top_ratio": _format(top["ratio"], 2),
             f"{key}/top_extra_ms": _format(top["extra_ms_per_row"], 2),
             f"{key}/top_share": _format(100 * top["share_of_extra"], 0),
         }
+        for op in ops.to_dict("records"):
+            numbers[f"{key}/op/{op['op_type']}/ratio"] = _format(op["ratio"], 2)
+            if not math.isnan(op.get("gflops_alone", math.nan)):  # its work known: work and rate
+                numbers |= {
+                    f"{key}/op/{op['op_type']}/gflops_alone": _format(op["gflops_alone"], 0),
+                    f"{key}/op/{op['op_type']}/gflops_batched": _format(op["gflops_batched"], 0),
+                    f"{key}/op/{op['op_type']}/work_ratio": _format(
+                        op["gflop_per_row_batched"] / op["gflop_per_row_alone"], 2
+                    ),
+                    f"{key}/op/{op['op_type']}/rate_ratio": _format(
+                        op["gflops_batched"] / op["gflops_alone"], 2
+                    ),
+                }
     return {k: v for k, v in numbers.items() if v}
 
 
@@ -192,6 +211,7 @@ DERIVED = {
     "fidelity": fidelity_numbers,
     "int8_sweep": sweep_numbers,
     "batch_operators": batch_operator_numbers,
+    "torch_batch_operators": lambda table: batch_operator_numbers(table, "torch_batch_operators", "runtime"),
     "batch_threads": batch_thread_numbers,
     "language": language_numbers,
 }

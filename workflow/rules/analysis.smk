@@ -143,8 +143,26 @@ rule batch_operators_table:
         "results/logs/paper/batch_operators_table.log",
     conda:
         "../../envs/analysis.yaml"
+    params:
+        by="optimizer",
     script:
         "../scripts/batch_operators_table.py"
+
+
+use rule batch_operators_table as torch_batch_operators_table with:
+    input:
+        unpack(torch_batch_operator_inputs),
+    output:
+        csv=report(
+            "paper/tables/torch_batch_operators.csv",
+            caption="../report/derived_table.rst",
+            category="Tables",
+        ),
+        tex="paper/tables/torch_batch_operators.tex",
+    log:
+        "results/logs/paper/torch_batch_operators_table.log",
+    params:
+        by="runtime",
 
 
 rule batch_threads_table:
@@ -275,7 +293,13 @@ rule paper_numbers:
             *(["paper/tables/fidelity.csv"] if "decomposition" in enabled_studies() else []),
             *[
                 f"paper/tables/{table}.csv"
-                for table in ("language", "int8_sweep", "batch_operators", "batch_threads")
+                for table in (
+                    "language",
+                    "int8_sweep",
+                    "batch_operators",
+                    "torch_batch_operators",
+                    "batch_threads",
+                )
                 if f"paper/tables/{table}.tex" in study_outputs()
             ],
         ],

@@ -167,6 +167,8 @@ def study_outputs():
         outputs += ["paper/figures/batching.pdf", "paper/tables/batching_verdicts.csv"]
         if batch_operator_inputs(None):
             outputs.append("paper/tables/batch_operators.tex")
+        if torch_batch_operator_inputs(None):
+            outputs.append("paper/tables/torch_batch_operators.tex")
         if batch_thread_inputs(None):
             outputs.append("paper/tables/batch_threads.tex")
     if "concurrency" in enabled_studies():
@@ -225,6 +227,29 @@ def batch_operator_inputs(wildcards):
             optimizer=profile["optimizers"],
         )
     }
+
+
+def torch_batch_operator_inputs(wildcards):
+    """torch.profiler's operator profiles per model and PyTorch runtime of the batching study, rows
+    alone and batched (on the CPU, where `operator_profile` names `torch_runtimes` the study
+    runs); none otherwise."""
+    study = config["studies"]["batching"]
+    profile = study.get("operator_profile", {})
+    runtimes = [r for r in profile.get("torch_runtimes", []) if r in study["runtimes"]]
+    if not profile.get("batch") or not runtimes or "cpu" not in study["devices"]:
+        return {}
+    return {
+        "profiles": expand(
+            "results/batching/torch_operators/{model}/{runtime}.json",
+            model=study["models"],
+            runtime=runtimes,
+        )
+    }
+
+
+def study_runtime_options(study, runtime):
+    """A runtime's options in a study, as the config gives them (none: {})."""
+    return config["studies"][study]["runtimes"].get(runtime, {}).get("options", {})
 
 
 def batch_thread_inputs(wildcards):
@@ -370,8 +395,7 @@ def torch_gpu_cells():
         for cell in CELLS
         if cell["device"] == "cuda"
         and runtime_class(cell["runtime"]).needs_torch(
-            config["studies"][cell["study"]]["runtimes"].get(cell["runtime"], {}).get("options", {})
-            | parse_params(cell["params"])
+            study_runtime_options(cell["study"], cell["runtime"]) | parse_params(cell["params"])
         )
     ]
 

@@ -117,9 +117,7 @@ rule fidelity:
     params:
         threads=threads(),
         max_length=config["data"]["max_length"],
-        options=lambda wildcards: config["studies"]["decomposition"]["runtimes"][
-            wildcards.runtime
-        ].get("options", {}),
+        options=lambda wildcards: study_runtime_options("decomposition", wildcards.runtime),
         fidelity=config["fidelity"],
         repo=workflow.basedir,
     script:
@@ -175,6 +173,32 @@ rule batch_operators:
         repo=workflow.basedir,
     script:
         "../scripts/batch_operators.py"
+
+
+# ... and why PyTorch's batches differ: torch.profiler on the same rows alone and as batches of
+# copies, per PyTorch runtime (eager, torch.compile with the batching study's options).
+rule torch_batch_operators:
+    input:
+        model="results/models/{model}",
+        rows=headline_rows("batching"),
+    output:
+        "results/batching/torch_operators/{model}/{runtime}.json",
+    log:
+        "results/logs/batching/torch_operators_{model}_{runtime}.log",
+    conda:
+        "../../envs/bench.yaml"
+    # A measurement: the machine to itself, as every launch.
+    threads: all_cores
+    params:
+        threads=threads(),
+        rows=config["studies"]["batching"].get("operator_profile", {}).get("rows", 0),
+        batch=config["studies"]["batching"].get("operator_profile", {}).get("batch", 0),
+        options=lambda wildcards: study_runtime_options("batching", wildcards.runtime),
+        warmup=config["launch"]["warmup_rows"],
+        max_length=config["data"]["max_length"],
+        repo=workflow.basedir,
+    script:
+        "../scripts/torch_batch_operators.py"
 
 
 # ... and whether it is the threads: the same rows alone and as batches of copies of themselves on
