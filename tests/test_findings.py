@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from rmbench.flops import encoder_flops, relative_projection_flops, weight_gemm_flops
 from rmbench.replication import replication_table
-from rmbench.roofline import roofline_table
+from rmbench.roofline import ceilings, roofline_table
 
 BERT = {"hidden_size": 4, "intermediate_size": 8, "num_hidden_layers": 2}
 
@@ -118,6 +118,14 @@ def test_roofline_compares_the_mean_achieved_rate_with_the_best_library():
     table = roofline_table(launches, gemm, "main60").set_index("runtime")
     assert table.loc["native", "ceiling_library"] == "onnxruntime"
     assert table.loc["native", "fraction_of_ceiling"] == pytest.approx(11 / 40)
+    # a batch variant's faster GEMMs are not a row's ceiling
+    batch = pd.DataFrame({"model": ["m"], "runtime": ["torch"], "launches_ok": [3], "gflops": [90.0]})
+    variants = pd.concat([gemm.assign(variant="-"), batch.assign(variant="batch~8")])
+    with_batch = roofline_table(launches, variants, "main60").set_index("runtime")
+    assert with_batch.loc["native", "ceiling_gflops"] == 40.0 and ceilings(variants)["m"] == (
+        "onnxruntime",
+        40.0,
+    )
     assert table.loc["native", "achieved_lo"] < 11 < table.loc["native", "achieved_hi"]
     assert math.isnan(table.loc["hf_eager", "achieved_lo"])  # one launch: no interval
 
@@ -206,6 +214,11 @@ def test_gemm_launch_times_every_layer_matmul(tiny_model, library):
     assert m["shapes"]["ffn_up"]["k"] == 32 and m["shapes"]["ffn_up"]["n"] == 64  # the tiny model's H, I
     flops = 2 * 16 * (4 * 32 * 32 + 2 * 32 * 64)
     assert m["gflops"] == pytest.approx(flops / m["layer_ms"] / 1e6)
+    # a batch variant: the GEMMs of 3 rows at once
+    batched = run_gemm_launch(
+        cell | {"params": "set~t+batch~3"}, tiny_model["model"], {"threads": 1, "tokens": 16}
+    )
+    assert {s["m"] for s in batched["metrics"]["shapes"].values()} == {48}
 
 
 def test_study_tables_mark_a_verdict_that_did_not_reproduce():

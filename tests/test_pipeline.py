@@ -134,7 +134,10 @@ def test_every_study_has_its_table(smoke_run):
     )
     gemm = pd.read_csv(smoke_run / "paper/tables/gemm.csv")
     assert set(gemm.runtime) == {"torch", "onnxruntime", "numpy"} and (gemm.gflops > 0).all()
+    assert set(gemm.variant) == {"-", "batch~8"}  # a row's GEMMs and a batch's
     roofline = pd.read_csv(smoke_run / "paper/tables/roofline.csv")
+    rows = gemm[gemm.variant == "-"].groupby("model").gflops.max()  # the ceiling: a row's shapes only
+    assert (roofline.ceiling_gflops == roofline.model.map(rows)).all()
     assert len(roofline) == 10 and (roofline.fraction_of_ceiling > 0).all()
     # every latency launch probed the ceiling in its own process (config: ceiling_probe)
     assert (roofline.probe_launches == roofline.launches).all() and (roofline.fraction_in_launch > 0).all()

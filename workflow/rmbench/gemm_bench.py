@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .cells import parse_params
+
 LIBRARIES = ("torch", "onnxruntime", "numpy")
 ITERATIONS = 20
 WARMUP = 3
@@ -110,11 +112,12 @@ def layer_rate(library: str, shapes, threads: int, iterations: int = ITERATIONS)
 
 
 def run_gemm_launch(cell: dict, model_dir, settings: dict) -> dict:
-    """One launch: every layer GEMM of the model with one library; median ms and GFLOP/s each."""
+    """One launch: every layer GEMM of the model with one library; median ms and GFLOP/s each.
+    A cell with `batch~b` times the GEMMs of b rows at once (m = tokens x b): does the library
+    run a batch's GEMMs faster than a row's?"""
     library, threads = cell["runtime"], settings["threads"]
-    per_shape, layer, described = layer_rate(
-        library, layer_shapes(model_dir, settings.get("tokens", 256)), threads
-    )
+    rows = settings.get("tokens", 256) * int(parse_params(cell["params"]).get("batch", 1))
+    per_shape, layer, described = layer_rate(library, layer_shapes(model_dir, rows), threads)
     record = {"cell": cell, "settings": settings, "status": "ok", "reason": None}
     record["metrics"] = {
         "layer_ms": layer["ms"],

@@ -28,6 +28,7 @@ DIGITS = {
     "first_pass_us": 1,
     "first_call_s": 1,
     "recompiles": 0,
+    "gflops": 0,
 }
 PREAMBLE = r"""% Written by the paper_numbers rule from paper/tables/*.csv: do not edit.
 \makeatletter

@@ -16,9 +16,17 @@ import pandas as pd
 from .stats import host_cell, launch_hosts, t_interval
 
 
+def row_gemm_cells(gemm_summary: pd.DataFrame) -> pd.DataFrame:
+    """The gemm study's cells at a row's own shapes: not its batch variants (m = tokens x b), which
+    ask whether a library runs a batch's GEMMs faster, not what a row's could reach."""
+    return gemm_summary[gemm_summary["variant"] == "-"] if "variant" in gemm_summary else gemm_summary
+
+
 def ceilings(gemm_summary: pd.DataFrame) -> dict[str, tuple[str, float]]:
-    """Per model: the library with the best measured GEMM rate, and that rate (GFLOP/s)."""
-    found = gemm_summary[gemm_summary["launches_ok"] > 0]
+    """Per model: the library with the best measured GEMM rate at a row's shapes, and that rate
+    (GFLOP/s)."""
+    found = row_gemm_cells(gemm_summary)
+    found = found[found["launches_ok"] > 0]
     best = found.loc[found.groupby("model")["gflops"].idxmax()]
     return {r.model: (r.runtime, float(r.gflops)) for r in best.itertuples()}
 
@@ -65,7 +73,8 @@ def roofline_table(
             continue
         library, ceiling = best[model]
         achieved = t_interval(group["gflops"].to_numpy())
-        ceiling_cell = gemm_summary[(gemm_summary["model"] == model) & (gemm_summary["runtime"] == library)]
+        row_cells = row_gemm_cells(gemm_summary)
+        ceiling_cell = row_cells[(row_cells["model"] == model) & (row_cells["runtime"] == library)]
         rows.append(
             {
                 "model": model,
