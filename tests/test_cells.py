@@ -46,7 +46,7 @@ def test_cell_table_of_the_default_config():
     # latency: 2 models x (cpu: 3 eager + 3 compile + 3 fastapi + 15 ort + 15 native,
     #   cuda: 5 + 3 + 3 + 5 + 5), replicated on 3 sets x (eager, native) x 3 cpu launches;
     # tokenizer: 2 models x 4 tokenizers x 5; zerocopy: deberta x 2 variants x 5;
-    # compile: 2 models x 6 variants x 2; gemm: 2 models x 3 libraries x (a row, a batch of 8) x 5;
+    # compile: 2 models x 6 variants x 2; gemm: 2 models x 3 libraries x (rows of 256, 64, 128, a batch of 8) x 5;
     # batching: 2 models x ((7 variants native + 16 ORT-Python + 7 eager) x 3 + 4 torch.compile
     #   x 6), replicated on set150 by native (7) and torch.compile (its 4) x 3;
     # concurrency: electra x (ORT-Python 4 variants, native 6, eager 2, fastapi 2, batching
@@ -61,7 +61,7 @@ def test_cell_table_of_the_default_config():
         "tokenizer": 40,
         "zerocopy": 10,
         "compile": 2 * 6 * 2,
-        "gemm": 60,
+        "gemm": 120,
     }
     assert cells[0]["path"] == "results/cells/latency/deberta/cpu/hf_eager/set~main60/launch~1.json"
     assert (

@@ -219,6 +219,10 @@ def test_gemm_launch_times_every_layer_matmul(tiny_model, library):
         cell | {"params": "set~t+batch~3"}, tiny_model["model"], {"threads": 1, "tokens": 16}
     )
     assert {s["m"] for s in batched["metrics"]["shapes"].values()} == {48}
+    shorter = run_gemm_launch(
+        cell | {"params": "set~t+tokens~5"}, tiny_model["model"], {"threads": 1, "tokens": 16}
+    )
+    assert {s["m"] for s in shorter["metrics"]["shapes"].values()} == {5}
 
 
 def test_study_tables_mark_a_verdict_that_did_not_reproduce():

@@ -113,10 +113,11 @@ def layer_rate(library: str, shapes, threads: int, iterations: int = ITERATIONS)
 
 def run_gemm_launch(cell: dict, model_dir, settings: dict) -> dict:
     """One launch: every layer GEMM of the model with one library; median ms and GFLOP/s each.
-    A cell with `batch~b` times the GEMMs of b rows at once (m = tokens x b): does the library
-    run a batch's GEMMs faster than a row's?"""
+    A cell with `tokens~n` times a row of n tokens instead of the study's, and one with `batch~b`
+    the GEMMs of b rows at once (m = tokens x b): at which m does each library reach its rate?"""
     library, threads = cell["runtime"], settings["threads"]
-    rows = settings.get("tokens", 256) * int(parse_params(cell["params"]).get("batch", 1))
+    params = parse_params(cell["params"])
+    rows = int(params.get("tokens", settings.get("tokens", 256))) * int(params.get("batch", 1))
     per_shape, layer, described = layer_rate(library, layer_shapes(model_dir, rows), threads)
     record = {"cell": cell, "settings": settings, "status": "ok", "reason": None}
     record["metrics"] = {

@@ -17,8 +17,8 @@ from .stats import host_cell, launch_hosts, t_interval
 
 
 def row_gemm_cells(gemm_summary: pd.DataFrame) -> pd.DataFrame:
-    """The gemm study's cells at a row's own shapes: not its batch variants (m = tokens x b), which
-    ask whether a library runs a batch's GEMMs faster, not what a row's could reach."""
+    """The gemm study's cells at the study's row length: not its variants (other row counts, a
+    batch's m = tokens x b), which ask at which m a library reaches its rate."""
     return gemm_summary[gemm_summary["variant"] == "-"] if "variant" in gemm_summary else gemm_summary
 
 
