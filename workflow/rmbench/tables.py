@@ -231,7 +231,7 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
     for _, r in table.iterrows():
         name = variant_label(str(r[between])) if between == "variant" else str(r[between])
         unstable = isinstance(r.get("warning"), str) and r["warning"] != ""
-        cells = [latex_escape(str(r[k])) for k in keys] + [
+        cells = [latex_escape(variant_label(str(r[k])) if k == "variant" else str(r[k])) for k in keys] + [
             latex_escape(name),
             f"{r['launches_ok']}/{r['launches']}" + (r"$^\dagger$" if unstable else ""),
         ]

@@ -94,8 +94,9 @@ STUDY_CAPTIONS = {
     ),
     "gemm": (
         "The fp32 GEMM ceiling: one encoder layer's six matmuls (Q, K, V, output, FFN up and down) "
-        "at the configured rows, per library, at the study's thread count; milliseconds per layer "
-        "and GFLOP/s, mean over launches, 95\\% t-interval in brackets."
+        "for a row of the configured length (variant -: the ceiling), of another length (tokens=n) "
+        "or a batch of b such rows (batch=b), per library, at the study's thread count; "
+        "milliseconds per layer and GFLOP/s, mean over launches, 95\\% t-interval in brackets."
     ),
     "batching": (
         "Batching: the whole set per launch, in batches planned by each strategy and size, each "
