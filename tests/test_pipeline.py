@@ -135,6 +135,8 @@ def test_every_study_has_its_table(smoke_run):
     gemm = pd.read_csv(smoke_run / "paper/tables/gemm.csv")
     assert set(gemm.runtime) == {"torch", "onnxruntime", "numpy"} and (gemm.gflops > 0).all()
     assert set(gemm.variant) == {"-", "batch~8"}  # a row's GEMMs and a batch's
+    gemm_tex = (smoke_run / "paper/tables/gemm.tex").read_text()
+    assert "& batch=8 &" in gemm_tex and "textasciitilde" not in gemm_tex  # labelled as it reads
     roofline = pd.read_csv(smoke_run / "paper/tables/roofline.csv")
     rows = gemm[gemm.variant == "-"].groupby("model").gflops.max()  # the ceiling: a row's shapes only
     assert (roofline.ceiling_gflops == roofline.model.map(rows)).all()
