@@ -11,6 +11,7 @@ from rmbench.cells import (
     format_params,
     launch_priorities,
     parse_params,
+    study_cells,
 )
 from rmbench.export import reference_scores
 from rmbench.launch import is_oom, run_launch
@@ -48,7 +49,8 @@ def test_cell_table_of_the_default_config():
     # tokenizer: 2 models x 4 tokenizers x 5; zerocopy: deberta x 2 variants x 5;
     # compile: 2 models x 6 variants x 2; gemm: 2 models x 3 libraries x (rows of 256, 64, 128, a batch of 8) x 5;
     # batching: 2 models x ((7 variants native + 16 ORT-Python + 7 eager) x 3 + 4 torch.compile
-    #   x 6), replicated on set150 by native (7) and torch.compile (its 4) x 3;
+    #   x 6 + eager's 4 GPU variants x 3), replicated on set150 by native (7) and torch.compile
+    #   (its 4) x 3;
     # concurrency: electra x (ORT-Python 4 variants, native 6, eager 2, fastapi 2, batching
     #   server 4) x 3; decomposition: 2 models x (eager 2 precisions + oneDNN kernels, compile 2,
     #   ORT-Python 4 levels + int8 + attention-only int8 + relative shift, native fp32 + int8 +
@@ -56,7 +58,7 @@ def test_cell_table_of_the_default_config():
     assert per_study == {
         "decomposition": 2 * (3 + 2 + 7 + 4) * 3,
         "concurrency": (4 + 6 + 2 + 2 + 4) * 3,
-        "batching": 2 * ((7 + 16 + 7) * 3 + 4 * 6) + 2 * (7 + 4) * 3,
+        "batching": 2 * ((7 + 16 + 7) * 3 + 4 * 6 + 4 * 3) + 2 * (7 + 4) * 3,
         "latency": 2 * (39 + 21) + 2 * 3 * 2 * 3,
         "tokenizer": 40,
         "zerocopy": 10,
@@ -75,6 +77,30 @@ def test_cell_table_of_the_default_config():
     # A runtime's own variants replace the study's: a service has no independent engines.
     fastapi = {c["params"] for c in cells if c["study"] == "concurrency" and c["runtime"] == "fastapi"}
     assert fastapi == {"set~main60+mode~shared+clients~1", "set~main60+mode~shared+clients~4"}
+
+
+def test_a_runtime_may_run_on_its_own_devices_with_variants_per_device():
+    study = {
+        "sets": ["s"],
+        "models": ["m"],
+        "devices": ["cpu"],
+        "variants": [{"batching": "none", "batch": 1}, {"batching": "naive", "batch": 8}],
+        "runtimes": {
+            "native": {"launches": {"cpu": 1, "cuda": 1}},
+            "hf_eager": {
+                "launches": {"cpu": 1, "cuda": 2},
+                "devices": ["cpu", "cuda"],
+                "variants": {"cuda": [{"batching": "length_aware", "batch": 8}]},
+            },
+        },
+    }
+    cells = study_cells("batching", study)
+    by_device = {(c["runtime"], c["device"]): [] for c in cells}
+    for c in cells:
+        by_device[(c["runtime"], c["device"])].append(c["params"])
+    assert set(by_device) == {("native", "cpu"), ("hf_eager", "cpu"), ("hf_eager", "cuda")}
+    assert by_device[("hf_eager", "cpu")] == ["set~s+batching~none+batch~1", "set~s+batching~naive+batch~8"]
+    assert by_device[("hf_eager", "cuda")] == ["set~s+batching~length_aware+batch~8"] * 2  # 2 launches
 
 
 def test_launches_run_block_by_block_round_robin_in_a_seeded_order():

@@ -31,7 +31,7 @@ def study_groups(study: dict) -> list[tuple[str, list[str], list[str], dict]]:
     """(runtime, sets, devices, launch counts) for one study: every runtime on the study's sets,
     then the replication's runtimes on the replication's sets, devices and launch counts."""
     groups = [
-        (runtime, study["sets"], study["devices"], cfg["launches"])
+        (runtime, study["sets"], cfg.get("devices") or study["devices"], cfg["launches"])
         for runtime, cfg in study["runtimes"].items()
     ]
     replicate = study.get("replicate")
@@ -40,6 +40,16 @@ def study_groups(study: dict) -> list[tuple[str, list[str], list[str], dict]]:
         devices = [d for d in study["devices"] if d in replicate.get("devices", study["devices"])]
         groups += [(runtime, replicate["sets"], devices, launches) for runtime in replicate["runtimes"]]
     return groups
+
+
+def runtime_variants(study: dict, runtime: str, device: str) -> list[dict]:
+    """The variants a runtime runs on a device: its own where it has them (a service has no
+    independent engines; a GPU visit runs a few), per device where given as {device: [...]},
+    else the study's."""
+    own = study["runtimes"].get(runtime, {}).get("variants")
+    if isinstance(own, dict):
+        own = own.get(device)
+    return own or study.get("variants") or [{}]
 
 
 def study_cells(name: str, study: dict) -> list[dict]:
@@ -52,9 +62,7 @@ def study_cells(name: str, study: dict) -> list[dict]:
         for runtime, sets, devices, launches in study_groups(study):
             for device in devices:
                 for set_name in sets:
-                    # A runtime may run its own variants (a service has no independent engines).
-                    own = study["runtimes"].get(runtime, {}).get("variants")
-                    for variant in own or study.get("variants") or [{}]:
+                    for variant in runtime_variants(study, runtime, device):
                         params = format_params({"set": set_name} | variant)
                         for launch in range(1, launches[device] + 1):
                             cells.append(

@@ -18,6 +18,7 @@ from rmbench.cells import (
     format_params,
     launch_priorities,
     parse_params,
+    runtime_variants,
 )
 from rmbench.figures import FIGURES
 from rmbench.paper import text_files as paper_text_files
@@ -131,7 +132,7 @@ def study_baseline(study):
         return format_params(cfg["variants"][0])
     if STUDIES[study]["between"] == "step":  # the first runtime's first variant
         runtime, runtime_cfg = next(iter(cfg["runtimes"].items()))
-        return step_name(runtime, (runtime_cfg.get("variants") or cfg.get("variants") or [{}])[0])
+        return step_name(runtime, runtime_variants(cfg, runtime, cfg["devices"][0])[0])
     return cfg.get("baseline") or next(iter(cfg["runtimes"]))
 
 
