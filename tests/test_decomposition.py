@@ -107,6 +107,18 @@ def test_int8_file_has_integer_matmuls_and_scores_near_fp32(tiny_model, referenc
     assert errors.max() > 1e-6 and errors.max() < 1.0  # quantized: not fp32, not garbage
 
 
+def test_quantizing_leaves_the_source_folder_to_other_jobs(tiny_model, tmp_path):
+    """ORT's quantizer writes `<name>-inferred.onnx` beside its input and deletes it: a second
+    quantization of the same file running at once (snakemake --cores 2) lost its copy that way."""
+    source = tmp_path / "model.onnx"
+    source.symlink_to(tiny_model["onnx"])
+    other_jobs = tmp_path / "model-inferred.onnx"
+    other_jobs.write_bytes(b"another job's shape-inferred copy, half written")
+    quantize_int8(source, tmp_path / "model.int8.onnx", "qint8", per_channel=False, reduce_range=False)
+    assert other_jobs.read_bytes() == b"another job's shape-inferred copy, half written"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model-inferred.onnx", "model.int8.onnx", "model.onnx"]
+
+
 INTEGER_MATMULS = {"MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}
 
 
