@@ -116,7 +116,11 @@ def test_quantizing_leaves_the_source_folder_to_other_jobs(tiny_model, tmp_path)
     other_jobs.write_bytes(b"another job's shape-inferred copy, half written")
     quantize_int8(source, tmp_path / "model.int8.onnx", "qint8", per_channel=False, reduce_range=False)
     assert other_jobs.read_bytes() == b"another job's shape-inferred copy, half written"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["model-inferred.onnx", "model.int8.onnx", "model.onnx"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "model-inferred.onnx",
+        "model.int8.onnx",
+        "model.onnx",
+    ]
 
 
 INTEGER_MATMULS = {"MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}
