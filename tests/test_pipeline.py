@@ -227,6 +227,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
         "hf_eager precision=fp32 kernels=onednn",
         "torch_compile freezing=off",
         "torch_compile freezing=on",
+        "torch_compile freezing=on precision=bf16",
         "ort_python graph=disabled",
         "ort_python graph=basic",
         "ort_python graph=all",
@@ -245,6 +246,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     fidelity = pd.read_csv(smoke_run / "paper/tables/fidelity.csv")
     assert set(fidelity.step) == {
         "hf_eager precision=bf16",
+        "torch_compile freezing=on precision=bf16",
         "ort_python graph=all precision=int8",
         "ort_python graph=all precision=int8 matmuls=attention",
         "native precision=int8",
@@ -255,6 +257,9 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     )
     assert ((fidelity.preference_agreement >= 0.99) == (fidelity.gate == "passed")).all()
     assert (fidelity.pairs == 12).all() and fidelity.speedup_vs_ort_fp32.notna().all()
+    # compiled bf16 is measured against the same compiled, frozen model in fp32
+    own = fidelity.set_index("step").vs_own_fp32
+    assert own["torch_compile freezing=on precision=bf16"] == "torch_compile freezing=on"
     assert (smoke_run / "paper/figures/decomposition_gap.pdf").stat().st_size > 1000
     operators = pd.read_csv(smoke_run / "paper/tables/ort_operators.csv")
     matrix = operators[operators.op_type == "matrix products"]
