@@ -126,6 +126,21 @@ def test_quantizing_leaves_the_source_folder_to_other_jobs(tiny_model, tmp_path)
 INTEGER_MATMULS = {"MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}
 
 
+def test_quantizing_a_model_whose_weights_live_in_another_file(tiny_model, tmp_path):
+    """Models over 2 GB keep their weights in a file beside the graph: quantizing reads them too."""
+    import onnx
+
+    source = tmp_path / "model.onnx"
+    onnx.save_model(
+        onnx.load(str(tiny_model["onnx"])), str(source), save_as_external_data=True, location="weights.bin"
+    )
+    graph = onnx.load(str(source), load_external_data=False).graph
+    assert any(tensor.external_data for tensor in graph.initializer)
+    quantize_int8(source, tmp_path / "model.int8.onnx", "qint8", per_channel=False, reduce_range=False)
+    ops = {node.op_type for node in onnx.load(str(tmp_path / "model.int8.onnx")).graph.node}
+    assert ops & INTEGER_MATMULS
+
+
 # Per layer: the MatMul nodes of each group, and those with a constant weight (integer ones in int8):
 # two feed-forward MatMuls (first, second); Q, K, V, output and two activation products.
 GROUP_MATMULS = {

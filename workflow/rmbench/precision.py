@@ -13,7 +13,6 @@ whose preference agrees with fp32; below the configured share the variant is mar
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -138,26 +137,24 @@ def quantize_int8(
     src: Path, dst: Path, weight_type: str, per_channel: bool, reduce_range: bool, matmuls: str = "all"
 ) -> None:
     """Dynamic int8 quantization of the MatMuls with a constant weight (of group `matmuls`)."""
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     types = {"qint8": QuantType.QInt8, "quint8": QuantType.QUInt8}
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    # The quantizer writes `<name>-inferred.onnx` beside its input and deletes it after: two
+    # Given a path, the quantizer writes `<name>-inferred.onnx` beside it and deletes it after: two
     # quantizations of one file at once (snakemake --cores 2) would read each other's half-written
-    # copy. Each gets its input through a link in a folder of its own.
-    with tempfile.TemporaryDirectory(prefix=".quantize-", dir=Path(dst).parent) as private:
-        linked = Path(private) / Path(src).name
-        linked.symlink_to(Path(src).resolve())
-        quantize_dynamic(
-            str(linked),
-            str(dst),
-            weight_type=types[weight_type],
-            per_channel=per_channel,
-            reduce_range=reduce_range,
-            op_types_to_quantize=["MatMul"],
-            nodes_to_quantize=matmul_nodes(src, matmuls),
-            extra_options={"MatMulConstBOnly": True},
-        )
+    # copy. Given the model itself, it saves its copy in a temporary folder of its own.
+    quantize_dynamic(
+        onnx.load(str(src)),
+        str(dst),
+        weight_type=types[weight_type],
+        per_channel=per_channel,
+        reduce_range=reduce_range,
+        op_types_to_quantize=["MatMul"],
+        nodes_to_quantize=matmul_nodes(src, matmuls),
+        extra_options={"MatMulConstBOnly": True},
+    )
 
 
 def sweep_settings(config: dict) -> dict[str, dict]:
