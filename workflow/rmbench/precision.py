@@ -115,8 +115,9 @@ def check_variants(config: dict) -> None:
                     )
 
 
-def matmul_nodes(onnx_path, matmuls: str) -> list[str] | None:
-    """The MatMul nodes of group `matmuls` (None: every one, quantize_dynamic's default)."""
+def matmul_nodes(onnx_path, matmuls: str, graph=None) -> list[str] | None:
+    """The MatMul nodes of group `matmuls` (None: every one, quantize_dynamic's default) in the
+    file's `graph`, read from the file unless given."""
     if matmuls not in MATMUL_GROUPS:
         raise RmbenchError(f"matmuls must be one of {', '.join(MATMUL_GROUPS)}, not {matmuls}")
     if matmuls == "all":
@@ -124,7 +125,8 @@ def matmul_nodes(onnx_path, matmuls: str) -> list[str] | None:
     import onnx
 
     parts = [MATMUL_PARTS[part] for part in ("ffn_in-ffn_out" if matmuls == "ffn" else matmuls).split("-")]
-    graph = onnx.load(str(onnx_path), load_external_data=False).graph
+    if graph is None:
+        graph = onnx.load(str(onnx_path), load_external_data=False).graph
     nodes = [n.name for n in graph.node if n.op_type == "MatMul" and any(part(n.name) for part in parts)]
     if not nodes:
         raise RmbenchError(
@@ -145,14 +147,15 @@ def quantize_int8(
     # Given a path, the quantizer writes `<name>-inferred.onnx` beside it and deletes it after: two
     # quantizations of one file at once (snakemake --cores 2) would read each other's half-written
     # copy. Given the model itself, it saves its copy in a temporary folder of its own.
+    model = onnx.load(str(src))
     quantize_dynamic(
-        onnx.load(str(src)),
+        model,
         str(dst),
         weight_type=types[weight_type],
         per_channel=per_channel,
         reduce_range=reduce_range,
         op_types_to_quantize=["MatMul"],
-        nodes_to_quantize=matmul_nodes(src, matmuls),
+        nodes_to_quantize=matmul_nodes(src, matmuls, model.graph),
         extra_options={"MatMulConstBOnly": True},
     )
 

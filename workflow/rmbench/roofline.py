@@ -66,14 +66,13 @@ def roofline_table(
         & (latency_launches["set"] == headline_set)
         & (latency_launches["device"] == "cpu")
     ]
-    best = ceilings(gemm_summary)
+    best, row_cells = ceilings(gemm_summary), row_gemm_cells(gemm_summary)
     rows = []
     for (model, runtime), group in ok.groupby(["model", "runtime"], sort=True):
         if model not in best:
             continue
         library, ceiling = best[model]
         achieved = t_interval(group["gflops"].to_numpy())
-        row_cells = row_gemm_cells(gemm_summary)
         ceiling_cell = row_cells[(row_cells["model"] == model) & (row_cells["runtime"] == library)]
         rows.append(
             {

@@ -229,10 +229,11 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
     head += ["Speed-up (cons.)", "Verdict"]
     body = []
     for _, r in table.iterrows():
-        name = variant_label(str(r[between])) if between == "variant" else str(r[between])
+        # a variant's parameters as the text reads them (batch=8, not batch~8)
+        shown = {k: variant_label(str(r[k])) if k == "variant" else str(r[k]) for k in [*keys, between]}
         unstable = isinstance(r.get("warning"), str) and r["warning"] != ""
-        cells = [latex_escape(variant_label(str(r[k])) if k == "variant" else str(r[k])) for k in keys] + [
-            latex_escape(name),
+        cells = [latex_escape(shown[k]) for k in keys] + [
+            latex_escape(shown[between]),
             f"{r['launches_ok']}/{r['launches']}" + (r"$^\dagger$" if unstable else ""),
         ]
         if r["launches_ok"] == 0:
