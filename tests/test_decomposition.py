@@ -215,7 +215,8 @@ def test_sweep_table_ranks_settings_and_marks_the_timed_one():
             "preference_agreement": 0.8,
             "passed": False,
         }
-        | gate,
+        | gate
+        | {"flipped": 12},
         {"model": "m", "settings": timed | {"matmuls": "ffn"}, "quantized_matmuls": 8}
         | {"preference_agreement": 1.0, "passed": True}
         | gate,
@@ -225,6 +226,9 @@ def test_sweep_table_ranks_settings_and_marks_the_timed_one():
     assert list(table["gate"]) == ["passed", "failed"] and list(table["timed"]) == [False, True]
     latex = sweep_latex(table, 0.99)
     assert "matmuls=all (timed)" in latex and r"80.0\%" in latex and "99\\% agreement" in latex
+    # each agreement with its exact interval over the pairs: 48 of 60 is [67.7, 89.2], 60 of 60 [94.0, 100]
+    assert r"80.0\% [67.67, 89.22]" in latex and r"100.0\% [94.04, 100.00]" in latex
+    assert r"at only 94.0\%; 368 pairs without a flip would show 99\%" in latex
     both = sweep_table([r | {"min_agreement": 0.99} for r in reports], [timed, timed | {"matmuls": "ffn"}])
     assert list(both["timed"]) == [True, True]
 

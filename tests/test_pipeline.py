@@ -257,6 +257,10 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     )
     assert ((fidelity.preference_agreement >= 0.99) == (fidelity.gate == "passed")).all()
     assert (fidelity.pairs == 12).all() and fidelity.speedup_vs_ort_fp32.notna().all()
+    # each agreement inside its exact interval over the 12 pairs (full agreement: [73.5%, 100%])
+    assert (fidelity.agreement_lo <= fidelity.preference_agreement).all()
+    assert (fidelity.preference_agreement <= fidelity.agreement_hi).all()
+    assert (fidelity.agreement_lo < 0.75).all()
     # compiled bf16 is measured against the same compiled, frozen model in fp32
     own = fidelity.set_index("step").vs_own_fp32
     assert own["torch_compile freezing=on precision=bf16"] == "torch_compile freezing=on"

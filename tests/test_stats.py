@@ -98,6 +98,21 @@ def test_a_cell_that_compiled_while_timed_is_warned_about():
     assert s.loc["hf_eager", "warning"] == ""
 
 
+def test_agreement_interval_is_clopper_pearson_by_hand():
+    from rmbench.stats import agreement_interval, pairs_to_show
+
+    # all n agree: the lower bound solves p^n = 0.025, so 60 pairs show 94.04% and no more
+    lo, hi = agreement_interval(60, 60)
+    assert math.isclose(lo, 0.025 ** (1 / 60), rel_tol=1e-9) and hi == 1.0
+    # none agree mirrors it; one flip of 60 leaves 99% inside the interval
+    assert math.isclose(agreement_interval(0, 60)[1], 1 - lo, rel_tol=1e-9)
+    lo, hi = agreement_interval(59, 60)
+    assert lo < 0.99 < hi < 1.0
+    assert pairs_to_show(0.99) == 368  # 0.99^368 < 0.025 <= 0.99^367
+    assert agreement_interval(368, 368)[0] >= 0.99 > agreement_interval(367, 367)[0]
+    assert all(math.isnan(b) for b in agreement_interval(0, 0))
+
+
 def test_launches_needed_by_hand():
     from rmbench.stats import launches_needed
 

@@ -32,7 +32,7 @@ from .cells import parse_params
 from .export import GRAPH_LEVELS, ort_scores, ort_session
 from .models import load_tokenizer
 from .provenance import host_label
-from .stats import cell_hosts, host_cell
+from .stats import agreement_interval, cell_hosts, host_cell, pairs_to_show
 from .tables import fmt_ci, fmt_pct, hosts_sentence, simple_latex, step_name
 
 # What each ONNX Runtime graph level adds to the one before (config steps are
@@ -452,7 +452,16 @@ def fidelity_table(reports: list[dict], comparisons: pd.DataFrame) -> pd.DataFra
             if found is not None:
                 hosts.update(cell_hosts(found.get("host")))
         rows.append(row | {"host": host_cell(hosts)})
-    return pd.DataFrame(rows)
+    return with_agreement_interval(pd.DataFrame(rows))
+
+
+def with_agreement_interval(gates: pd.DataFrame) -> pd.DataFrame:
+    """The gate table with the 95% Clopper-Pearson interval of each agreement over its pairs
+    (agreement_lo, agreement_hi): 60 pairs cannot show 99% even when none flips."""
+    if gates.empty:
+        return gates
+    bounds = [agreement_interval(n - flipped, n) for n, flipped in zip(gates["pairs"], gates["flipped"])]
+    return gates.assign(agreement_lo=[lo for lo, _ in bounds], agreement_hi=[hi for _, hi in bounds])
 
 
 def _speedup(point: float, conservative: float, verdict: str) -> str:
@@ -502,9 +511,27 @@ def gap_latex(gap: pd.DataFrame, set_name: str) -> str:
 def _gate_cells(table: pd.DataFrame) -> dict[str, list[str]]:
     """The fidelity gate's columns as the fidelity and sweep tables print them."""
     return {
-        "agreement": [f"{100 * a:.1f}%" for a in table["preference_agreement"]],
+        "agreement": [
+            f"{100 * a:.1f}% [{100 * lo:.2f}, {100 * hi:.2f}]"  # two places: 98.96 must not print as 99.0
+            for a, lo, hi in zip(table["preference_agreement"], table["agreement_lo"], table["agreement_hi"])
+        ],
         "delta": [f"{m:.3g} / {x:.3g}" for m, x in zip(table["mean_abs_delta"], table["max_abs_delta"])],
     }
+
+
+def gate_resolution(gates: pd.DataFrame, min_agreement: float) -> tuple[int, float, int]:
+    """What the gates' sample can show: the fewest pairs a gate scored, the lower bound of full
+    agreement over them, and how many pairs without a flip would show `min_agreement`."""
+    pairs = int(gates["pairs"].min())
+    return pairs, agreement_interval(pairs, pairs)[0], pairs_to_show(min_agreement)
+
+
+def _resolution_sentence(gates: pd.DataFrame, min_agreement: float) -> str:
+    pairs, lo, needed = gate_resolution(gates, min_agreement)
+    return (
+        f" With {pairs} pairs, even full agreement bounds the share from below at only {100 * lo:.1f}\\%;"
+        f" {needed} pairs without a flip would show {100 * min_agreement:g}\\%."
+    )
 
 
 def fidelity_latex(fidelity: pd.DataFrame, min_agreement: float) -> str:
@@ -534,9 +561,11 @@ def fidelity_latex(fidelity: pd.DataFrame, min_agreement: float) -> str:
     }
     caption = (
         "Reduced precision behind the fidelity gate: over every (chosen, rejected) pair of the set, the "
-        "share whose preference agrees with fp32 ONNX Runtime, and the change of the scores; a variant "
+        "share whose preference agrees with fp32 ONNX Runtime [95\\% Clopper-Pearson interval over the "
+        "pairs], and the change of the scores; a variant "
         f"below {100 * min_agreement:g}\\% agreement is marked failed, whatever its speed. Speed-ups are "
         "per-row p50 ratios (conservative bound in parentheses) with the verdict of non-overlapping intervals."
+        + _resolution_sentence(fidelity, min_agreement)
     ) + hosts_sentence(fidelity, "Gates and launches ran on")
     return simple_latex(shown, columns, caption, "tab:fidelity")
 
@@ -553,7 +582,8 @@ def sweep_table(reports: list[dict], timed: list[dict]) -> pd.DataFrame:
         | {"host": host_label(r.get("provenance") or {})}
         for r in reports
     ]
-    return pd.DataFrame(rows).sort_values(["model", "preference_agreement"], ascending=[True, False])
+    table = with_agreement_interval(pd.DataFrame(rows))
+    return table.sort_values(["model", "preference_agreement"], ascending=[True, False])
 
 
 def sweep_latex(sweep: pd.DataFrame, min_agreement: float) -> str:
@@ -579,7 +609,8 @@ def sweep_latex(sweep: pd.DataFrame, min_agreement: float) -> str:
         "Which int8 settings keep fp32's preferences: ONNX Runtime's dynamic quantization with each "
         "weight type, per-channel and reduced-range option, of every MatMul with a constant weight or "
         "only the feed-forward or attention ones, through the fidelity gate against fp32 ONNX Runtime "
-        f"(below {100 * min_agreement:g}\\% agreement: failed). Not timed here; the decomposition study "
-        "times the settings marked (timed)."
+        f"(below {100 * min_agreement:g}\\% agreement: failed; 95\\% Clopper-Pearson interval of the "
+        "agreement over the pairs). Not timed here; the decomposition study times the settings marked (timed)."
+        + _resolution_sentence(sweep, min_agreement)
     ) + hosts_sentence(sweep, "Gates ran on")
     return simple_latex(shown, columns, caption, "tab:int8-sweep")

@@ -131,6 +131,21 @@ def speedup(candidate: Interval, baseline: Interval) -> tuple[float, float]:
     return point, conservative
 
 
+def agreement_interval(agreeing: int, pairs: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Clopper-Pearson interval of a share measured as `agreeing` of `pairs` (exact, never outside
+    [0, 1]): what the fidelity gate's sample can tell. 60 of 60 bounds it below at 94%."""
+    if pairs <= 0:
+        return math.nan, math.nan
+    found = sps.binomtest(int(agreeing), int(pairs)).proportion_ci(confidence, method="exact")
+    return float(found.low), float(found.high)
+
+
+def pairs_to_show(share: float, confidence: float = CONFIDENCE) -> int:
+    """The fewest pairs whose agreement interval, with every pair agreeing, lies at or above
+    `share`: the sample a gate needs before it can show that share (368 for 99%)."""
+    return math.ceil(math.log((1 - confidence) / 2) / math.log(share))
+
+
 def coefficient_of_variation(values) -> float:
     x = np.asarray(values, dtype=float)
     if len(x) < 2 or x.mean() == 0:
