@@ -200,6 +200,9 @@ def test_sweep_settings_name_every_variant_over_the_quantization_default():
     config["quantization_sweep"] |= {"variants": [{}], "models": ["d"]}
     with pytest.raises(RmbenchError, match="names d, which config 'models' does not define"):
         check_references(config | {"studies": {}})  # the one check of every name a config uses
+    config["quantization_sweep"]["models"] = ["e"]
+    with pytest.raises(RmbenchError, match="fidelity.sets names set150, which config 'sets' does not define"):
+        check_references(config | {"studies": {}, "fidelity": {"sets": ["set150"]}})
 
 
 def test_sweep_table_ranks_settings_and_marks_the_timed_one():
@@ -565,13 +568,15 @@ def test_fidelity_table_joins_gate_and_speedups():
             )
         ]
     )
-    row = fidelity_table([report], comparisons).iloc[0]
+    row = fidelity_table([report], comparisons, "s").iloc[0]
     assert row["gate"] == "failed" and row["step"] == "native precision=int8"
     assert row["speedup_vs_ort_fp32"] == 1.5 and row["conservative_vs_ort_fp32"] == 1.3
     assert row["vs_own_fp32"] == "native precision=fp32" and row["speedup_vs_own_fp32"] == 1.4
-    # no comparison against fp32 ORT on another set: no number is made up
-    other = fidelity_table([report | {"params": "set~t+precision~int8"}], comparisons).iloc[0]
+    assert row["headline"]
+    # a set gated only (fidelity.sets): no comparison there, so no number is made up
+    other = fidelity_table([report | {"params": "set~t+precision~int8"}], comparisons, "s").iloc[0]
     assert math.isnan(other["speedup_vs_ort_fp32"]) and other["verdict_vs_ort_fp32"] == ""
+    assert not other["headline"]
 
 
 def test_transformers_optimizer_fuses_and_keeps_scores(tiny_model, reference, tmp_path):

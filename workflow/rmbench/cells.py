@@ -130,6 +130,7 @@ def check_references(config: dict) -> None:
     named = {f"studies.{study}": cfg for study, cfg in config["studies"].items()}
     if sweep := config.get("quantization_sweep"):
         named["quantization_sweep"] = {"sets": [sweep["set"]], "models": sweep["models"]}
+    named["fidelity"] = {"sets": (config.get("fidelity") or {}).get("sets", [])}
     for where, cfg in named.items():
         for kind in ("sets", "models"):
             names = cfg.get(kind, []) + (cfg.get("replicate") or {}).get(kind, [])

@@ -414,9 +414,11 @@ def operator_latex(table: pd.DataFrame) -> str:
     )
 
 
-def fidelity_table(reports: list[dict], comparisons: pd.DataFrame) -> pd.DataFrame:
-    """One row per reduced-precision variant: the gate's numbers and verdict, and its p50 speed-up
-    (point, conservative bound, verdict) against its own runtime in fp32 and against fp32 ORT."""
+def fidelity_table(reports: list[dict], comparisons: pd.DataFrame, headline_set: str) -> pd.DataFrame:
+    """One row per reduced-precision variant and gated set: the gate's numbers and verdict, and its
+    p50 speed-up (point, conservative bound, verdict) against its own runtime in fp32 and against
+    fp32 ORT where the set is timed (a set of `fidelity.sets` is gated only); `headline` marks
+    the study's headline set."""
     vs = comparisons[comparisons["metric"] == "p50_ms"].set_index(
         ["model", "device", "set", "candidate", "baseline"]
     )
@@ -427,6 +429,7 @@ def fidelity_table(reports: list[dict], comparisons: pd.DataFrame) -> pd.DataFra
         row = {
             "model": r["model"],
             "set": set_name,
+            "headline": set_name == headline_set,
             "step": step,
             "precision": params.get("precision", "fp32"),
             "pairs": r["pairs"],
@@ -552,6 +555,7 @@ def fidelity_latex(fidelity: pd.DataFrame, min_agreement: float) -> str:
     columns = {
         "model": "Model",
         "step": "Variant",
+        **({"set": "Set"} if fidelity["set"].nunique() > 1 else {}),
         "pairs": "Pairs",
         "agreement": "Preference agrees",
         "delta": "Score change, mean / max",
@@ -564,8 +568,8 @@ def fidelity_latex(fidelity: pd.DataFrame, min_agreement: float) -> str:
         "share whose preference agrees with fp32 ONNX Runtime [95\\% Clopper-Pearson interval over the "
         "pairs], and the change of the scores; a variant "
         f"below {100 * min_agreement:g}\\% agreement is marked failed, whatever its speed. Speed-ups are "
-        "per-row p50 ratios (conservative bound in parentheses) with the verdict of non-overlapping intervals."
-        + _resolution_sentence(fidelity, min_agreement)
+        "per-row p50 ratios (conservative bound in parentheses) with the verdict of non-overlapping intervals"
+        " (none where a set is gated, not timed)." + _resolution_sentence(fidelity, min_agreement)
     ) + hosts_sentence(fidelity, "Gates and launches ran on")
     return simple_latex(shown, columns, caption, "tab:fidelity")
 

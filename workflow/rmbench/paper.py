@@ -51,32 +51,36 @@ def _key_parts(row: pd.Series, study: str) -> list[str]:
 
 def fidelity_numbers(table: pd.DataFrame) -> dict[str, str]:
     """fidelity/<model>/<step>/<name>: the gate's agreement (percent) with its interval, verdict
-    and speed-ups; fidelity/<model>/<name>: the gate's share (min_agreement) and what its sample
-    can show (pairs, the fewest a gate of the model scored; full_agreement_lo, the lower bound of
-    full agreement over them; pairs_to_show, the pairs without a flip that would show the share)."""
+    and speed-ups on the study's headline set (fidelity@<set>/... on a set gated besides it);
+    fidelity/<model>/<name>: the gate's share (min_agreement) and what its sample can show (pairs,
+    the fewest a gate of the model scored; full_agreement_lo, the lower bound of full agreement
+    over them; pairs_to_show, the pairs without a flip that would show the share)."""
     numbers = {}
-    for model, rows in table.groupby("model"):
+    for (model, set_name, headline), rows in table.groupby(["model", "set", "headline"]):
+        prefix = "fidelity" if headline else f"fidelity@{set_name}"
         share = float(rows["min_agreement"].max())
         pairs, full_lo, needed = gate_resolution(rows, share)
         numbers |= {
-            f"fidelity/{model}/min_agreement": _format(100 * share, 0),
-            f"fidelity/{model}/pairs": str(pairs),
-            f"fidelity/{model}/full_agreement_lo": _format(100 * full_lo, 1),
-            f"fidelity/{model}/pairs_to_show": str(needed),
+            f"{prefix}/{model}/min_agreement": _format(100 * share, 0),
+            f"{prefix}/{model}/pairs": str(pairs),
+            f"{prefix}/{model}/full_agreement_lo": _format(100 * full_lo, 1),
+            f"{prefix}/{model}/pairs_to_show": str(needed),
         }
-    for _, row in table.iterrows():
-        key = f"fidelity/{row['model']}/{row['step'].replace(' ', '-')}"
-        values = {
-            "agreement": _format(100 * row["preference_agreement"], 1),
-            "agreement_lo": _format(100 * row["agreement_lo"], 2),
-            "agreement_hi": _format(100 * row["agreement_hi"], 2),
-            "flipped": str(row["flipped"]),
-            "gate": row["gate"],
-            "speedup_vs_own_fp32": _format(row.get("speedup_vs_own_fp32"), 2),
-            "speedup_vs_ort_fp32": _format(row.get("speedup_vs_ort_fp32"), 2),
-            "verdict_vs_ort_fp32": row.get("verdict_vs_ort_fp32"),  # the two steps' CIs apart or not
-        }
-        numbers |= {f"{key}/{name}": text for name, text in values.items() if isinstance(text, str) and text}
+        for _, row in rows.iterrows():
+            key = f"{prefix}/{model}/{row['step'].replace(' ', '-')}"
+            values = {
+                "agreement": _format(100 * row["preference_agreement"], 1),
+                "agreement_lo": _format(100 * row["agreement_lo"], 2),
+                "agreement_hi": _format(100 * row["agreement_hi"], 2),
+                "flipped": str(row["flipped"]),
+                "gate": row["gate"],
+                "speedup_vs_own_fp32": _format(row.get("speedup_vs_own_fp32"), 2),
+                "speedup_vs_ort_fp32": _format(row.get("speedup_vs_ort_fp32"), 2),
+                "verdict_vs_ort_fp32": row.get("verdict_vs_ort_fp32"),  # the two steps' CIs apart or not
+            }
+            numbers |= {
+                f"{key}/{name}": text for name, text in values.items() if isinstance(text, str) and text
+            }
     return numbers
 
 

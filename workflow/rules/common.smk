@@ -187,6 +187,13 @@ def study_outputs():
     return outputs
 
 
+def gated_params(params):
+    """A reduced-precision cell's gates: on its own set, and untimed on each of `fidelity.sets`."""
+    cell = parse_params(params)
+    extra = [s for s in config["fidelity"]["sets"] if s != cell["set"]]
+    return [params, *(format_params(cell | {"set": s}) for s in extra)]
+
+
 def decomposition_inputs(wildcards):
     """The study's launches, statistics and table, every reduced-precision variant's fidelity
     report, the GEMM ceiling where the gemm study runs, and ORT's operator profile per model on the
@@ -198,10 +205,11 @@ def decomposition_inputs(wildcards):
         "table": "paper/tables/decomposition.csv",
         "fidelity": sorted(
             {
-                FIDELITY_PATH.format(**cell)
+                FIDELITY_PATH.format(**cell | {"params": gated})
                 for cell in CELLS
                 if cell["study"] == "decomposition"
                 and parse_params(cell["params"]).get("precision", "fp32") != "fp32"
+                for gated in gated_params(cell["params"])
             }
         ),
     }

@@ -118,7 +118,7 @@ rule fidelity:
         threads=threads(),
         max_length=config["data"]["max_length"],
         options=lambda wildcards: study_runtime_options("decomposition", wildcards.runtime),
-        fidelity=config["fidelity"],
+        min_agreement=config["fidelity"]["min_agreement"],
         repo=workflow.basedir,
     script:
         "../scripts/fidelity.py"

@@ -27,7 +27,9 @@ with logged(snakemake.log[0]):
     with open(out.gap_tex, "w") as f:
         f.write(gap_latex(gap, par.headline_set))
     gap_figure(gap, par.headline_set, out.gap_pdf)
-    fidelity = fidelity_table([read_json(p) for p in inp.fidelity], read_table(inp.comparisons))
+    fidelity = fidelity_table(
+        [read_json(p) for p in inp.fidelity], read_table(inp.comparisons), par.headline_set
+    )
     fidelity.to_csv(out.fidelity_csv, index=False)
     with open(out.fidelity_tex, "w") as f:
         f.write(fidelity_latex(fidelity, par.min_agreement))

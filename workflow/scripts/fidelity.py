@@ -19,12 +19,14 @@ with logged(snakemake.log[0]):
     spare_torch_import(w.runtime, "cpu", options)
     common = {"model_dir": inp.model, "device": "cpu", "threads": par.threads, "max_length": par.max_length}
     variant = runtime_class(w.runtime)(onnx_path=inp.onnx, options=options, **common)
-    fp32, rows, gate = read_json(inp.fp32_scores), load_set(inp.rows), par.fidelity["min_agreement"]
+    fp32, rows, gate = read_json(inp.fp32_scores), load_set(inp.rows), par.min_agreement
     report = loaded(variant, lambda runtime: fidelity_report(runtime, fp32, rows, gate))
     report |= {"model": w.model, "runtime": w.runtime, "params": w.params, "threads": par.threads}
     report["provenance"] = provenance(par.repo, "cpu")  # int8 kernels differ by instruction set
     write_json(report, snakemake.output[0])
-    verdict = "passed" if report["passed"] else "FAILED (its launches run; the tables mark it failed)"
+    verdict = (
+        "passed" if report["passed"] else "FAILED (the tables mark it; launches on a timed set still run)"
+    )
     print(
         f"{w.model} {w.runtime} {w.params}: preference agreement {report['preference_agreement']:.3f} "
         f"(gate {report['min_agreement']}), max |delta| {report['max_abs_delta']:.3g}: {verdict}"
