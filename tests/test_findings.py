@@ -296,11 +296,11 @@ def test_gate_tables_name_the_hosts_of_the_gates_and_of_the_launches_timed_again
     comparison = {"model": "m", "device": "cpu", "set": "s", "metric": "p50_ms", "speedup": 1.5}
     comparison |= {"candidate": "native precision=int8", "baseline": "ort_python graph=all", "host": AMX_HOST}
     comparison |= {"speedup_conservative": 1.2, "verdict": "faster"}
-    fidelity = fidelity_table([report], pd.DataFrame([comparison]))
+    fidelity = fidelity_table([report], pd.DataFrame([comparison]), "s")
     assert fidelity["host"].iloc[0] == f"{AVX2_HOST}; {AMX_HOST}"
     assert f"Gates and launches ran on {AVX2_HOST} and {AMX_HOST}." in fidelity_latex(fidelity, 0.99)
     # an old gate record without provenance, no comparison found: no host, no sentence
-    old = fidelity_table([report | {"provenance": None}], pd.DataFrame([comparison | {"set": "t"}]))
+    old = fidelity_table([report | {"provenance": None}], pd.DataFrame([comparison | {"set": "t"}]), "s")
     assert old["host"].iloc[0] == "" and "ran on" not in fidelity_latex(old, 0.99)
 
 
