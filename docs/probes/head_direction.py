@@ -19,26 +19,26 @@ from pathlib import Path
 import numpy as np
 import torch
 import yaml
+from snakemake.utils import validate
 
 sys.path.insert(0, "workflow")
-from rmbench.data import read_jsonl, split_dialogue
-from rmbench.models import architecture, encode, load_model, load_tokenizer
-from rmbench.synthetic import generate_split
+from rmbench.data import read_jsonl
+from rmbench.models import (
+    CALIBRATION_ROWS,
+    architecture,
+    calibration_pairs,
+    head_inputs,
+    load_model,
+    load_tokenizer,
+    without_component,
+)
 
 SETS = ("main60", "set150")
 
 
 def pooled_features(model, final, tokenizer, pairs, bf16: bool) -> np.ndarray:
-    """The input of the head's final linear layer for every pair, each scored alone."""
-    found = []
-    hook = final.register_forward_hook(lambda mod, args, out: found.append(args[0].detach().float()))
-    try:
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            for pair in pairs:
-                model(**encode(tokenizer, [pair], "pt"))
-    finally:
-        hook.remove()
-    return torch.cat(found).double().numpy()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        return head_inputs(model, final, tokenizer, pairs).double().numpy()
 
 
 def head_directions(calibration: np.ndarray, own: np.ndarray, rng) -> list[tuple[str, np.ndarray]]:
@@ -50,17 +50,20 @@ def head_directions(calibration: np.ndarray, own: np.ndarray, rng) -> list[tuple
             (f"random in top-{k} principal", components[:k].T @ rng.standard_normal(k)) for _ in range(3)
         ]
     for _ in range(5):
-        w = rng.standard_normal(len(mean))
-        heads.append(("random orthogonal to the mean", w - (w @ mean) / (mean @ mean) * mean))
+        heads.append(
+            ("random orthogonal to the mean", without_component(rng.standard_normal(len(mean)), mean))
+        )
     return heads
 
 
 def probe(name: str) -> None:
     torch.set_num_threads(2)
-    model_cfg = yaml.safe_load(Path("config.yaml").read_text())["models"][name]
+    config = yaml.safe_load(Path("config.yaml").read_text())
+    validate(config, "workflow/schemas/config.schema.yaml")  # fills the defaults, the model's seed too
+    model_cfg = config["models"][name]
     model, tokenizer = load_model(f"results/models/{name}"), load_tokenizer(f"results/models/{name}")
     final = model.get_submodule(architecture(model_cfg["architecture"])["head"][-1])
-    calibration = [split_dialogue(d["chosen"]) for d in generate_split(model_cfg.get("seed", 1), 48)]
+    calibration = calibration_pairs(model_cfg["seed"], CALIBRATION_ROWS)
     heads = head_directions(
         pooled_features(model, final, tokenizer, calibration, bf16=False),
         final.weight.detach().double().numpy()[0],

@@ -216,7 +216,11 @@ def synthetic_config(model_cfg: dict):
     return AutoConfig.for_model(model_type, **values)
 
 
-def build_synthetic_model(model_cfg: dict, tokenizer, calibration_rows: int = 48):
+# Generated dialogues a synthetic model's head is calibrated on.
+CALIBRATION_ROWS = 48
+
+
+def build_synthetic_model(model_cfg: dict, tokenizer, calibration_rows: int = CALIBRATION_ROWS):
     """An architecture-faithful model with seeded random weights whose scores spread.
 
     With random weights the pooled features share a large input-independent component, so the
@@ -228,9 +232,6 @@ def build_synthetic_model(model_cfg: dict, tokenizer, calibration_rows: int = 48
     import torch
     import transformers
 
-    from .data import split_dialogue
-    from .synthetic import generate_split
-
     arch = architecture(model_cfg["architecture"])
     torch.manual_seed(model_cfg["seed"])
     model = getattr(transformers, arch["class"])(synthetic_config(model_cfg)).eval()
@@ -240,23 +241,46 @@ def build_synthetic_model(model_cfg: dict, tokenizer, calibration_rows: int = 48
             layer.weight.normal_(0.0, model_cfg["head_init_std"])
             layer.bias.zero_()
     final = model.get_submodule(arch["head"][-1])
-    features = []
-    hook = final.register_forward_hook(lambda mod, args, out: features.append(args[0].detach()))
-    pairs = [split_dialogue(d["chosen"]) for d in generate_split(model_cfg["seed"], calibration_rows)]
-    with torch.inference_mode():
-        for pair in pairs:
-            model(**encode(tokenizer, [pair], "pt"))
-    hook.remove()
-    pooled = torch.cat(features).double()
+    pooled = head_inputs(
+        model, final, tokenizer, calibration_pairs(model_cfg["seed"], calibration_rows)
+    ).double()
     mean = pooled.mean(0)
     with torch.no_grad():
-        w = final.weight.double()[0]
-        w = w - (w @ mean) / (mean @ mean) * mean
+        w = without_component(final.weight.double()[0], mean)
         raw = pooled @ w
         w = w / raw.std()
         final.weight.copy_(w.unsqueeze(0).to(final.weight.dtype))
         final.bias.fill_(float(-(pooled @ w).mean()))
     return model
+
+
+def calibration_pairs(seed: int, rows: int) -> list[tuple[str, str]]:
+    """The generated (prompt, reply) pairs a synthetic model's head is calibrated on."""
+    from .data import split_dialogue
+    from .synthetic import generate_split
+
+    return [split_dialogue(d["chosen"]) for d in generate_split(seed, rows)]
+
+
+def head_inputs(model, final, tokenizer, pairs):
+    """What the reward head's final layer `final` reads (the pooled feature) for every pair, each
+    scored alone, as one tensor in the dtype the forward pass gave it (bf16 under autocast)."""
+    import torch
+
+    found = []
+    hook = final.register_forward_hook(lambda mod, args, out: found.append(args[0].detach()))
+    try:
+        with torch.inference_mode():
+            for pair in pairs:
+                model(**encode(tokenizer, [pair], "pt"))
+    finally:
+        hook.remove()
+    return torch.cat(found)
+
+
+def without_component(w, direction):
+    """w with its component along `direction` removed (the head then ignores that direction)."""
+    return w - (w @ direction) / (direction @ direction) * direction
 
 
 def build_model(model_cfg: dict, tokenizer_dir: Path, out_dir: Path) -> None:
