@@ -455,7 +455,11 @@ def fidelity_table(reports: list[dict], comparisons: pd.DataFrame, headline_set:
             if found is not None:
                 hosts.update(cell_hosts(found.get("host")))
         rows.append(row | {"host": host_cell(hosts)})
-    return with_agreement_interval(pd.DataFrame(rows))
+    if not rows:
+        return pd.DataFrame()
+    # each variant's gates together, the headline set's first
+    table = pd.DataFrame(rows).sort_values(["model", "step", "headline"], ascending=[True, True, False])
+    return with_agreement_interval(table.reset_index(drop=True))
 
 
 def with_agreement_interval(gates: pd.DataFrame) -> pd.DataFrame:
