@@ -17,9 +17,10 @@ from rmbench.decomposition import (
     operator_profiles,
     operator_table,
 )
-from rmbench.errors import RmbenchError
+from rmbench.errors import ModelSourceError, RmbenchError
 from rmbench.export import reference_scores
 from rmbench.figures import decomposition_figure, gap_figure
+from rmbench.models import reward_head
 from rmbench.precision import (
     check_variants,
     fidelity_report,
@@ -71,6 +72,29 @@ def test_bf16_autocast_changes_scores_a_little_and_fp32_not_at_all(tiny_model, r
     assert bf16.describe()["precision"] == "bf16" and "torch_config" in bf16.describe()
     with pytest.raises(ValueError, match="precision must be one of fp32, bf16"):
         engine(tiny_model, "hf_eager", precision="int8")
+
+
+def test_bf16_with_the_head_in_fp32_rounds_only_the_encoder(tiny_model, reference, tmp_path):
+    import torch
+
+    plain = engine(tiny_model, "hf_eager", precision="bf16")
+    kept = engine(tiny_model, "hf_eager", precision="bf16", head="fp32")
+    final = {}
+    for name, runtime in (("plain", plain), ("kept", kept)):
+        layer = runtime.model.get_submodule("classifier.out_proj")
+        layer.register_forward_hook(lambda mod, args, out, name=name: final.update({name: out.dtype}))
+        final[name + "_scores"] = runtime.score(pairs(tiny_model))
+    # autocast rounds the score's last product to bf16; the kept head computes it in fp32
+    assert final["plain"] == torch.bfloat16 and final["kept"] == torch.float32
+    assert final["kept_scores"] != final["plain_scores"]
+    assert 0 < np.abs(np.subtract(final["kept_scores"], reference)).max() < 0.5
+    assert kept.describe()["head"] == "fp32" and plain.describe()["head"] == "same"
+    with pytest.raises(ValueError, match="give it with precision bf16"):
+        engine(tiny_model, "hf_eager", head="fp32")
+    compiled = engine(tiny_model, "torch_compile", precision="bf16", head="fp32", cache_root=str(tmp_path))
+    assert compiled.describe()["cache_dir"].endswith("-bf16-head-fp32")  # its own Inductor cache
+    with pytest.raises(ModelSourceError, match="its head is unknown"):
+        reward_head(torch.nn.Linear(2, 1))
 
 
 def test_eager_through_onednn_kernels_scores_like_the_reference(tiny_model, reference):
@@ -309,6 +333,13 @@ def test_variants_a_runtime_lacks_stop_the_config():
     study["runtimes"] = {"native": {"variants": [{"precision": "int8", "matmuls": "head"}]}}
     with pytest.raises(RmbenchError, match="variant matmuls=head is not supported"):
         check_variants(config)
+    study["runtimes"] = {
+        "torch_compile": {"variants": [{"freezing": "on", "precision": "bf16", "head": "fp32"}]}
+    }
+    check_variants(config)
+    study["runtimes"] = {"hf_eager": {"variants": [{"head": "fp32"}]}}
+    with pytest.raises(RmbenchError, match="give it with precision: bf16"):
+        check_variants(config)
 
 
 def test_steps_name_runtime_and_variant():
@@ -320,6 +351,10 @@ def test_steps_name_runtime_and_variant():
     assert fp32_counterparts("ort_python graph=all precision=int8 matmuls=attention-ffn_in") == [
         "ort_python graph=all precision=fp32",
         "ort_python graph=all",
+    ]
+    assert fp32_counterparts("torch_compile freezing=on precision=bf16 head=fp32") == [
+        "torch_compile freezing=on precision=fp32",
+        "torch_compile freezing=on",
     ]
     record = {
         "cell": {

@@ -228,6 +228,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
         "torch_compile freezing=off",
         "torch_compile freezing=on",
         "torch_compile freezing=on precision=bf16",
+        "torch_compile freezing=on precision=bf16 head=fp32",
         "ort_python graph=disabled",
         "ort_python graph=basic",
         "ort_python graph=all",
@@ -247,6 +248,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     assert set(fidelity.step) == {
         "hf_eager precision=bf16",
         "torch_compile freezing=on precision=bf16",
+        "torch_compile freezing=on precision=bf16 head=fp32",
         "ort_python graph=all precision=int8",
         "ort_python graph=all precision=int8 matmuls=attention",
         "native precision=int8",
@@ -269,6 +271,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     # compiled bf16 is measured against the same compiled, frozen model in fp32
     own = headline.set_index("step").vs_own_fp32
     assert own["torch_compile freezing=on precision=bf16"] == "torch_compile freezing=on"
+    assert own["torch_compile freezing=on precision=bf16 head=fp32"] == "torch_compile freezing=on"
     assert (smoke_run / "paper/figures/decomposition_gap.pdf").stat().st_size > 1000
     operators = pd.read_csv(smoke_run / "paper/tables/ort_operators.csv")
     matrix = operators[operators.op_type == "matrix products"]

@@ -54,9 +54,9 @@ def with_param(step: str, key: str, value: str) -> str:
 
 def fp32_counterparts(step: str) -> list[str]:
     """The names the same runtime and settings may have in fp32, in order of preference (an int8
-    step's MatMul group has no fp32 meaning): 'native precision=int8 matmuls=attention' ->
-    ['native precision=fp32', 'native']."""
-    step = re.sub(r" matmuls=\S+", "", step)
+    step's MatMul group and a bf16 step's head precision have no fp32 meaning): 'native
+    precision=int8 matmuls=attention' -> ['native precision=fp32', 'native']."""
+    step = re.sub(r" (matmuls|head)=\S+", "", step)
     return [re.sub(r"precision=\w+", "precision=fp32", step), re.sub(r" precision=\w+", "", step)]
 
 

@@ -278,6 +278,35 @@ def head_inputs(model, final, tokenizer, pairs):
     return torch.cat(found)
 
 
+def reward_head(model) -> list[str]:
+    """The reward head's layers (ARCHITECTURES' `head`) of a loaded model, found by its class."""
+    for arch in ARCHITECTURES.values():
+        if type(model).__name__ == arch["class"]:
+            return arch["head"]
+    raise ModelSourceError(
+        f"{type(model).__name__} is none of the known reward models' classes "
+        f"({', '.join(a['class'] for a in ARCHITECTURES.values())}): its head is unknown"
+    )
+
+
+def head_in_fp32(model) -> None:
+    """Runs the reward head's layers outside autocast, in fp32 (what RLHF code often does with a
+    bf16 policy's value head): under bf16 autocast the score's last products would round to bf16."""
+    import torch
+
+    class OutsideAutocast(torch.nn.Module):
+        def __init__(self, layer):
+            super().__init__()
+            self.layer = layer
+
+        def forward(self, x):
+            with torch.autocast(x.device.type, enabled=False):
+                return self.layer(x.float())
+
+    for name in reward_head(model):
+        model.set_submodule(name, OutsideAutocast(model.get_submodule(name)))
+
+
 def without_component(w, direction):
     """w with its component along `direction` removed (the head then ignores that direction)."""
     return w - (w @ direction) / (direction @ direction) * direction

@@ -20,7 +20,7 @@ import numpy as np
 from .cells import format_params
 from .errors import RmbenchError
 from .export import GRAPH_LEVELS
-from .runtimes.hf_eager import EAGER_KERNELS, TORCH_PRECISIONS
+from .runtimes.hf_eager import EAGER_KERNELS, TORCH_HEADS, TORCH_PRECISIONS
 
 # Which MatMuls an int8 file quantizes, by the exporter's node names (transformers' module paths,
 # e.g. /electra/encoder/layer.0/intermediate/dense/MatMul): every one with a constant weight, or
@@ -41,8 +41,8 @@ MATMUL_GROUPS = ("all", "ffn", "attention", "ffn_in", "ffn_out", "attention-ffn_
 OPTIMIZER_SUFFIX = {"none": "", "transformers": ".opt", "relative_shift": ".relshift"}
 ONNX_OPTIMIZERS = tuple(OPTIMIZER_SUFFIX)
 VARIANT_VALUES = {
-    "hf_eager": {"precision": TORCH_PRECISIONS, "kernels": EAGER_KERNELS},
-    "torch_compile": {"precision": TORCH_PRECISIONS, "freezing": ("on", "off")},
+    "hf_eager": {"precision": TORCH_PRECISIONS, "head": TORCH_HEADS, "kernels": EAGER_KERNELS},
+    "torch_compile": {"precision": TORCH_PRECISIONS, "head": TORCH_HEADS, "freezing": ("on", "off")},
     "ort_python": {
         "precision": ("fp32", "int8"),
         "graph": GRAPH_LEVELS,
@@ -93,6 +93,11 @@ def check_variants(config: dict) -> None:
                 raise RmbenchError(
                     f"studies.decomposition.runtimes.{runtime}: matmuls={variant['matmuls']} chooses "
                     "which MatMuls int8 quantizes; give it with precision: int8"
+                )
+            if variant.get("head", "same") != "same" and variant.get("precision") != "bf16":
+                raise RmbenchError(
+                    f"studies.decomposition.runtimes.{runtime}: head={variant['head']} keeps the "
+                    "reward head out of bf16 autocast; give it with precision: bf16"
                 )
             if variant.get("precision") == "int8" and variant.get("optimizer", "none") != "none":
                 raise RmbenchError(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..models import encode, load_model, load_tokenizer
+from ..models import encode, head_in_fp32, load_model, load_tokenizer
 from .base import Runtime
 
 
@@ -20,6 +20,10 @@ def torch_unavailable_reason(device: str) -> str | None:
 # CPU/CUDA autocast, so matmuls and linear layers take bfloat16 and the score comes back as float.
 TORCH_PRECISIONS = ("fp32", "bf16")
 
+# The reward head's precision under bf16 (option `head`): `same` as the model, or `fp32` (its
+# layers outside autocast, rmbench.models.head_in_fp32: the score's last products in fp32).
+TORCH_HEADS = ("same", "fp32")
+
 # Kernel paths for eager's linear layers (option `kernels`): torch's own dispatch (MKL's sgemm in
 # the CPU wheel), or oneDNN inner products over weights reordered once at load
 # (torch.utils.mkldnn.to_mkldnn): the kernel side of the eager -> ORT gap, without graph changes.
@@ -27,7 +31,8 @@ EAGER_KERNELS = ("default", "onednn")
 
 
 class HFEagerRuntime(Runtime):
-    """Options: precision (fp32 | bf16, default fp32); kernels (default | onednn, CPU fp32 only)."""
+    """Options: precision (fp32 | bf16, default fp32); head (same | fp32, default same; fp32 with
+    bf16 only); kernels (default | onednn, CPU fp32 only)."""
 
     name = "hf_eager"
 
@@ -40,6 +45,11 @@ class HFEagerRuntime(Runtime):
 
         self.precision = self.choice("precision", TORCH_PRECISIONS, "fp32")
         self.kernels = self.choice("kernels", EAGER_KERNELS, "default")
+        self.head = self.choice("head", TORCH_HEADS, "same")
+        if self.head == "fp32" and self.precision != "bf16":
+            raise ValueError(
+                f"{self.name}: head fp32 keeps the head out of bf16; give it with precision bf16"
+            )
         if self.kernels == "onednn" and (self.device != "cpu" or self.precision != "fp32"):
             raise ValueError(
                 f"{self.name}: kernels onednn is a CPU fp32 path, not {self.device} {self.precision}"
@@ -48,6 +58,8 @@ class HFEagerRuntime(Runtime):
         self.torch = torch
         self.tokenizer = load_tokenizer(self.model_dir)
         self.model = load_model(self.model_dir, self.device)
+        if self.head == "fp32":
+            head_in_fp32(self.model)
         if self.kernels == "onednn":
             import torch.utils.mkldnn
 
@@ -73,6 +85,7 @@ class HFEagerRuntime(Runtime):
             "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(),
             "precision": self.precision,
+            "head": self.head,
             "kernels": self.kernels,
             # whether oneDNN has bf16 kernels for this CPU (else bf16 takes a slow reference path)
             "onednn_bf16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),

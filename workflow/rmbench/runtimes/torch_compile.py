@@ -8,7 +8,8 @@ Options (from the config's runtime options or the cell's parameters):
   distinct lengths reach the compiler;
 - freezing: on | off (default off), Inductor's freezing: weights become constants, so
   computations that depend only on them (DeBERTa's relative-position projections) are folded;
-- precision: fp32 | bf16, as for HF eager (autocast around the compiled call);
+- precision: fp32 | bf16, and head: same | fp32, as for HF eager (autocast around the compiled
+  call; the head's layers outside it);
 - cache: warm | cold. warm keeps Inductor's on-disk cache in `cache_root` across launches; cold
   gives each launch an empty one. Each launch records whether the cache it found held entries.
 
@@ -67,6 +68,8 @@ class TorchCompileRuntime(HFEagerRuntime):
         setting = f"{self.mode}-dynamic-{self.dynamic}-bucket-{self.bucket}"
         if self.freezing == "on" or self.precision != "fp32":
             setting += f"-freezing-{self.freezing}-{self.precision}"
+        if self.head != "same":
+            setting += f"-head-{self.head}"
         return root / f"torch-{self.torch.__version__}" / setting
 
     @staticmethod
