@@ -59,7 +59,9 @@ def test_the_fidelity_numbers_give_each_agreement_with_its_interval_and_what_the
 
     gate = {"model": "m", "min_agreement": 0.99, "gate": "failed"}
     gates = [
-        gate | {"step": "ort_python precision=int8", "set": "a", "headline": True, "pairs": 60, "flipped": 1},
+        gate
+        | {"step": "ort_python precision=int8", "set": "a", "headline": True, "pairs": 60, "flipped": 1}
+        | {"speedup_vs_ort_fp32": 2.081, "conservative_vs_ort_fp32": 1.497},
         gate | {"step": "native precision=int8", "set": "a", "headline": True, "pairs": 60, "flipped": 0},
         gate | {"step": "native precision=int8", "set": "b", "headline": False, "pairs": 150, "flipped": 0},
     ]
@@ -71,6 +73,10 @@ def test_the_fidelity_numbers_give_each_agreement_with_its_interval_and_what_the
     # bounds to two places, as the table prints them: 99.96 is not 100, nor 98.96 a 99
     assert numbers["fidelity/m/ort_python-precision=int8/agreement_lo"] == "91.06"
     assert numbers["fidelity/m/ort_python-precision=int8/agreement_hi"] == "99.96"
+    # the speed-up and its conservative bound (CI against CI); none where a step was not timed
+    assert numbers["fidelity/m/ort_python-precision=int8/speedup_vs_ort_fp32"] == "2.08"
+    assert numbers["fidelity/m/ort_python-precision=int8/conservative_vs_ort_fp32"] == "1.50"
+    assert "fidelity/m/native-precision=int8/conservative_vs_ort_fp32" not in numbers
     # what the headline set's sample can show, and a set gated besides it under its own name
     assert numbers["fidelity/m/pairs"] == "60" and numbers["fidelity/m/full_agreement_lo"] == "94.0"
     assert numbers["fidelity/m/pairs_to_show"] == "368" and numbers["fidelity/m/min_agreement"] == "99"

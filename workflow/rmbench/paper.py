@@ -76,6 +76,7 @@ def fidelity_numbers(table: pd.DataFrame) -> dict[str, str]:
                 "gate": row["gate"],
                 "speedup_vs_own_fp32": _format(row.get("speedup_vs_own_fp32"), 2),
                 "speedup_vs_ort_fp32": _format(row.get("speedup_vs_ort_fp32"), 2),
+                "conservative_vs_ort_fp32": _format(row.get("conservative_vs_ort_fp32"), 2),
                 "verdict_vs_ort_fp32": row.get("verdict_vs_ort_fp32"),  # the two steps' CIs apart or not
             }
             numbers |= {
