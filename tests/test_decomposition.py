@@ -8,8 +8,10 @@ import pandas as pd
 import pytest
 from rmbench.cells import check_references
 from rmbench.decomposition import (
+    POOLED_SET,
     batch_operator_latex,
     batch_operator_table,
+    fidelity_latex,
     fidelity_table,
     fp32_counterparts,
     gap_table,
@@ -612,6 +614,68 @@ def test_fidelity_table_joins_gate_and_speedups():
     other = fidelity_table([report | {"params": "set~t+precision~int8"}], comparisons, "s").iloc[0]
     assert math.isnan(other["speedup_vs_ort_fp32"]) and other["verdict_vs_ort_fp32"] == ""
     assert not other["headline"]
+
+
+NO_COMPARISONS = pd.DataFrame(
+    columns=[
+        "model",
+        "device",
+        "set",
+        "metric",
+        "candidate",
+        "baseline",
+        "speedup",
+        "speedup_conservative",
+        "verdict",
+    ]
+)
+
+
+def _gate(set_name: str, ids: list[str], flips: set[str], min_agreement: float = 0.99) -> dict:
+    """A gate report whose fp32 prefers every chosen reply; the variant turns `flips` around."""
+    chosen = [-1.0 if i in flips else 1.0 for i in ids]
+    agree = 1 - len(flips & set(ids)) / len(ids)
+    return {
+        "model": "m",
+        "runtime": "native",
+        "params": f"set~{set_name}+precision~int8",
+        "ids": ids,
+        "scores": chosen,
+        "rejected_scores": [0.0] * len(ids),
+        "fp32_scores": [1.0] * len(ids),
+        "fp32_rejected_scores": [0.0] * len(ids),
+        "pairs": len(ids),
+        "preference_agreement": agree,
+        "flipped": len(flips & set(ids)),
+        "max_abs_delta": 2.0,
+        "mean_abs_delta": 0.1,
+        "fp32_median_margin": 1.0,
+        "passed": agree >= min_agreement,
+        "min_agreement": min_agreement,
+    }
+
+
+def test_the_pooled_gate_counts_each_distinct_pair_once():
+    a = [f"a{i}" for i in range(60)]
+    b = [f"b{i}" for i in range(99)] + ["a0"]  # a row drawn into both sets
+    # one flip in each set, the shared row's in both: 2 distinct flips of 159 distinct pairs
+    gates = [_gate("s", a, {"a0"}), _gate("t", b, {"a0", "b5"}), _gate("t", b, set()) | {"runtime": "x"}]
+    table = fidelity_table(gates, NO_COMPARISONS, "s")
+    native = table[table["step"] == "native precision=int8"]
+    assert list(native["set"]) == ["s", "t", POOLED_SET]  # the headline first, the pool last
+    pooled = native.iloc[-1]
+    assert pooled["pairs"] == 159 and pooled["flipped"] == 2 and not pooled["headline"]
+    assert pooled["preference_agreement"] == pytest.approx(157 / 159) and pooled["gate"] == "failed"
+    assert pooled["agreement_lo"] < 157 / 159 < pooled["agreement_hi"]
+    assert math.isnan(pooled["speedup_vs_ort_fp32"])  # a pool is not timed
+    # a variant gated on one set has no pool; nor is a pool made of two runtimes' gates
+    assert (table[table["step"] != "native precision=int8"]["set"] == "t").all()
+    # at 99%, the one shared flip fails 60 pairs but passes 100 and the pool's 159
+    passing = fidelity_table([_gate("s", a, {"a0"}), _gate("t", b, {"a0"})], NO_COMPARISONS, "s")
+    assert list(passing["gate"]) == ["failed", "passed", "passed"]
+    # the paper's table: the timed set's gate and the pool; the caption names the pooled sets
+    latex = fidelity_latex(table, 0.99)
+    assert "pooled" in latex and "Pooled: the distinct pairs of s, t together" in latex
 
 
 def test_transformers_optimizer_fuses_and_keeps_scores(tiny_model, reference, tmp_path):
