@@ -258,16 +258,21 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
         fidelity.gate.isin(["passed", "failed"]).all() and fidelity.preference_agreement.between(0, 1).all()
     )
     assert ((fidelity.preference_agreement >= 0.99) == (fidelity.gate == "passed")).all()
-    # every gate on the study's set, timed, and again on fidelity.sets' rep60a, untimed
-    headline, extra = fidelity[fidelity.headline], fidelity[~fidelity.headline]
+    # every gate on the study's set, timed, and again on fidelity.sets' rep60a, untimed; then both
+    # sets' distinct pairs pooled (a row may be drawn into both)
+    pooled = fidelity[fidelity.set == "pooled"].set_index("step")
+    headline, extra = fidelity[fidelity.headline], fidelity[~fidelity.headline & (fidelity.set != "pooled")]
     assert set(headline.set) == {"main60"} and set(extra.set) == {"rep60a"}
-    assert set(extra.step) == set(headline.step)
+    assert set(extra.step) == set(headline.step) == set(pooled.index)
     assert (headline.pairs == 12).all() and headline.speedup_vs_ort_fp32.notna().all()
     assert (extra.pairs == 8).all() and extra.speedup_vs_ort_fp32.isna().all()
+    assert pooled.pairs.between(13, 20).all() and pooled.speedup_vs_ort_fp32.isna().all()
+    flips = fidelity[fidelity.set != "pooled"].groupby("step").flipped
+    assert (flips.max() <= pooled.flipped).all() and (pooled.flipped <= flips.sum()).all()
     # each agreement inside its exact interval over its pairs (full agreement on 12: [73.5%, 100%])
     assert (fidelity.agreement_lo <= fidelity.preference_agreement).all()
     assert (fidelity.preference_agreement <= fidelity.agreement_hi).all()
-    assert (fidelity.agreement_lo < 0.75).all()
+    assert (fidelity[fidelity.set != "pooled"].agreement_lo < 0.75).all()
     # compiled bf16 is measured against the same compiled, frozen model in fp32
     own = headline.set_index("step").vs_own_fp32
     assert own["torch_compile freezing=on precision=bf16"] == "torch_compile freezing=on"

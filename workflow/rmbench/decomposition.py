@@ -470,7 +470,7 @@ def fidelity_table(reports: list[dict], comparisons: pd.DataFrame, headline_set:
 def pooled_gates(reports: list[dict]) -> list[dict]:
     """One more gate per variant gated on more than one set: every distinct pair of its sets
     together (a row drawn into two sets counts once). The strongest single verdict the sample
-    sets allow: 60 pairs cannot show 99%, all four sets' 330 nearly can."""
+    sets allow: 60 pairs cannot show 99%, all four default sets' 324 nearly can."""
     variants: dict[tuple, list[dict]] = {}
     for r in reports:
         params = parse_params(r["params"])
