@@ -31,7 +31,7 @@ import pandas as pd
 from .cells import format_params, parse_params
 from .export import GRAPH_LEVELS, ort_scores, ort_session
 from .models import load_tokenizer
-from .precision import preference_fidelity
+from .precision import gate_verdict, preference_fidelity
 from .provenance import host_label
 from .stats import agreement_interval, cell_hosts, host_cell, pairs_to_show
 from .tables import fmt_ci, fmt_pct, hosts_sentence, simple_latex, step_name
@@ -492,11 +492,8 @@ def pooled_gates(reports: list[dict]) -> list[dict]:
         pooled.append(
             {"model": model, "runtime": runtime, "params": format_params(params)}
             | found
-            | {
-                "min_agreement": share,
-                "passed": found["preference_agreement"] >= share,
-                "hosts": [host_label(g.get("provenance") or {}) for g in gates],
-            }
+            | gate_verdict(found, share)
+            | {"hosts": [host_label(g.get("provenance") or {}) for g in gates]}
         )
     return pooled
 

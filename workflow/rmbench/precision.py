@@ -231,6 +231,10 @@ def fidelity_report(variant_runtime, fp32: dict, rows: list[dict], min_agreement
         "fp32_scores": fp32["chosen"],
         "fp32_rejected_scores": fp32["rejected"],
         **found,
-        "min_agreement": min_agreement,
-        "passed": found["preference_agreement"] >= min_agreement,
+        **gate_verdict(found, min_agreement),
     }
+
+
+def gate_verdict(found: dict, min_agreement: float) -> dict:
+    """The gate's rule on preference_fidelity's numbers: passed at min_agreement or more."""
+    return {"min_agreement": min_agreement, "passed": found["preference_agreement"] >= min_agreement}
