@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -5,6 +6,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# As in the pipeline's jobs (config: onnxruntime_telemetry): no telemetry thread in the processes
+# the tests start, nor a /tmp/mat-debug-<pid>.log each.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 sys.path.insert(0, str(ROOT / "workflow"))
 
 TINY = {

@@ -1,6 +1,7 @@
 """The native engine: built by CMake here, id-exact tokenizers, score parity, same ORT library."""
 
 import json
+import os
 import subprocess
 
 import numpy as np
@@ -161,6 +162,30 @@ def test_same_onnxruntime_library_and_version_as_python(binary, tiny_model):
     assert described["ort_version"] == onnxruntime.__version__
     python_lib = max((Path(onnxruntime.__file__).parent / "capi").glob("libonnxruntime.so*"))
     assert described["ort_library"] == str(python_lib.resolve())
+
+
+def test_onnx_runtime_telemetry_is_off_unless_asked_for(binary, tiny_model, tmp_path):
+    """ONNX Runtime 1.30 starts a telemetry thread in every process that creates an environment,
+    and leaves a mat-debug-<pid>.log in the temporary folder: the engine turns it off by itself,
+    and ORT_DISABLE_TELEMETRY=0 (the control, config onnxruntime_telemetry) keeps it."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"id": "1", "prompt": "p", "response": "r"}) + "\n")
+    args = ["--model", str(tiny_model["onnx"]), "--tokenizer", str(tiny_model["model"]), "--input", str(rows)]
+    for setting in (None, "0"):
+        folder = tmp_path / f"tmp-{setting}"
+        folder.mkdir()
+        env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"} | {"TMPDIR": str(folder)}
+        if setting is not None:
+            env["ORT_DISABLE_TELEMETRY"] = setting
+        run = subprocess.run(
+            [str(binary), *args, "--output", str(tmp_path / "o.json")],
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        traces = list(folder.glob("mat-debug-*.log"))
+        assert len(traces) == (0 if setting is None else 1), (setting, traces)
 
 
 def test_batches_match_the_python_strategies(binary, tiny_model):

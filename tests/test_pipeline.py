@@ -80,6 +80,8 @@ def test_parity_reports_and_launch_records(smoke_run):
     # ORT launches on the CPU run without PyTorch in the process; PyTorch launches with it
     assert not record["provenance"]["torch_loaded"]
     assert record["provenance"]["environment"]["USE_TORCH"] == "0"
+    # and without ONNX Runtime's telemetry thread (config: onnxruntime_telemetry)
+    assert record["provenance"]["environment"]["ORT_DISABLE_TELEMETRY"] == "1"
     eager = json.loads(
         next((smoke_run / "results/cells/latency/electra/cpu/hf_eager").rglob("launch~1.json")).read_text()
     )

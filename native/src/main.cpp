@@ -8,6 +8,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -322,6 +323,10 @@ int main(int argc, char** argv) {
     if (o.tokenize_only) {
       result["tokenize"] = tokenize_bench(*tok, rows, o);
     } else {
+      // ONNX Runtime's telemetry (a thread queueing events in an SQLite file under ~/.cache and a
+      // /tmp/mat-debug-<pid>.log per process) has no place in a timed process: off unless the
+      // caller's environment says otherwise (ORT_DISABLE_TELEMETRY=0 keeps it).
+      setenv("ORT_DISABLE_TELEMETRY", "1", /*overwrite=*/0);
       Ort::Env env(ORT_LOGGING_LEVEL_ERROR, "rmscore");
       result.update(score_rows(env, *tok, rows, o));
     }

@@ -20,7 +20,17 @@ ENVIRONMENT_VARIABLES = (
     "TOKENIZERS_PARALLELISM",
     "CUDA_VISIBLE_DEVICES",
     "USE_TORCH",  # "0": transformers was told not to import PyTorch (models.without_torch)
+    "ORT_DISABLE_TELEMETRY",  # "1": ONNX Runtime ran no telemetry thread (config: onnxruntime_telemetry)
 )
+
+
+
+def set_onnxruntime_telemetry(enabled: bool) -> None:
+    """ONNX Runtime 1.30 runs telemetry in every process that loads it: a background thread that
+    queues events (run-time statistics among them) in an SQLite file under ~/.cache/Microsoft and
+    an empty $TMPDIR/mat-debug-<pid>.log. Set for this process and the ones it starts (every job
+    of the workflow); each launch records the variable (ENVIRONMENT_VARIABLES)."""
+    os.environ["ORT_DISABLE_TELEMETRY"] = "0" if enabled else "1"
 
 
 def _git(repo: Path, *args: str) -> str | None:

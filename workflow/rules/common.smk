@@ -30,12 +30,17 @@ from rmbench.precision import (
     sweep_settings,
     timed_settings,
 )
+from rmbench.provenance import set_onnxruntime_telemetry
 from rmbench.runtimes import runtime_class
 from rmbench.tables import LANGUAGE_PAIR, STUDIES, step_name
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 check_references(config)
 check_variants(config)
+
+# Every job inherits it (a cluster job parses this file again): no telemetry thread in a timed
+# process unless the config asks for one.
+set_onnxruntime_telemetry(config["onnxruntime_telemetry"])
 
 CELLS = cell_table(config)
 PRIORITIES = launch_priorities(CELLS, config["launch"]["order_seed"])
