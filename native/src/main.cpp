@@ -8,8 +8,8 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>

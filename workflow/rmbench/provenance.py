@@ -24,7 +24,6 @@ ENVIRONMENT_VARIABLES = (
 )
 
 
-
 def set_onnxruntime_telemetry(enabled: bool) -> None:
     """ONNX Runtime 1.30 runs telemetry in every process that loads it: a background thread that
     queues events (run-time statistics among them) in an SQLite file under ~/.cache/Microsoft and
