@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -23,7 +24,12 @@ COPY_IGNORE = shutil.ignore_patterns(
 def snakemake(workdir, *args, cores: int | None = 2):
     cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", "workflow/profiles/smoke"]
     cmd += ["--cores", str(cores), *args] if cores else list(args)
-    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, check=False, timeout=3600)
+    # As a user's shell has it: without the telemetry switch conftest sets for the tests'
+    # processes, so that the launch records show what the workflow itself set.
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    return subprocess.run(
+        cmd, cwd=workdir, env=env, capture_output=True, text=True, check=False, timeout=3600
+    )
 
 
 @pytest.fixture(scope="module")
