@@ -164,6 +164,14 @@ def test_same_onnxruntime_library_and_version_as_python(binary, tiny_model):
     assert described["ort_library"] == str(python_lib.resolve())
 
 
+# ONNX Runtime 1.30 keeps its telemetry off by itself where one of these is set (CI hosts and its own
+# test runs), whatever ORT_DISABLE_TELEMETRY says: the control clears them.
+ONNX_RUNTIME_CI_MARKERS = {
+    "CI", "TF_BUILD", "GITHUB_ACTIONS", "GITLAB_CI", "CIRCLECI", "TRAVIS", "JENKINS_URL", "CODEBUILD_BUILD_ID",
+    "BUILDKITE", "TEAMCITY_VERSION", "APPVEYOR", "BITBUCKET_BUILD_NUMBER", "ORT_RUNNING_UNIT_TESTS",
+}  # fmt: skip
+
+
 def test_onnx_runtime_telemetry_is_off_unless_asked_for(binary, tiny_model, tmp_path):
     """ONNX Runtime 1.30 starts a telemetry thread in every process that creates an environment,
     and leaves a mat-debug-<pid>.log in the temporary folder: the engine turns it off by itself,
@@ -171,10 +179,12 @@ def test_onnx_runtime_telemetry_is_off_unless_asked_for(binary, tiny_model, tmp_
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"id": "1", "prompt": "p", "response": "r"}) + "\n")
     args = ["--model", str(tiny_model["onnx"]), "--tokenizer", str(tiny_model["model"]), "--input", str(rows)]
-    for setting in (None, "0"):
+    traces = {}
+    for setting in ("0", None):
         folder = tmp_path / f"tmp-{setting}"
         folder.mkdir()
-        env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"} | {"TMPDIR": str(folder)}
+        unset = ONNX_RUNTIME_CI_MARKERS | {"ORT_DISABLE_TELEMETRY"}
+        env = {k: v for k, v in os.environ.items() if k not in unset} | {"TMPDIR": str(folder)}
         if setting is not None:
             env["ORT_DISABLE_TELEMETRY"] = setting
         run = subprocess.run(
@@ -184,8 +194,11 @@ def test_onnx_runtime_telemetry_is_off_unless_asked_for(binary, tiny_model, tmp_
             check=False,
         )
         assert run.returncode == 0, run.stderr[-2000:]
-        traces = list(folder.glob("mat-debug-*.log"))
-        assert len(traces) == (0 if setting is None else 1), (setting, traces)
+        traces[setting] = list(folder.glob("mat-debug-*.log"))
+        if setting == "0" and not traces[setting]:
+            pytest.skip("ONNX Runtime started no telemetry here even when asked: nothing to turn off")
+    assert len(traces["0"]) == 1, traces
+    assert traces[None] == [], traces
 
 
 def test_batches_match_the_python_strategies(binary, tiny_model):
