@@ -159,8 +159,9 @@ def test_the_language_comparison_gives_its_difference_interval_and_equivalence()
         [
             {"model": "electra", "device": "cpu", "set": "main60", "variant": "-", "runtime": runtime}
             | {"status": "ok", "p50_ms": value}
+            | {"launch": launch}
             for runtime, values in (("native", [70.3, 68.4, 72.7]), ("ort_python", [73.6, 74.5, 75.1]))
-            for value in values
+            for launch, value in enumerate(values, 1)
         ]
     )
     cell = ["model", "device", "set", "variant"]
@@ -179,6 +180,10 @@ def test_the_language_comparison_gives_its_difference_interval_and_equivalence()
     lo, hi = numbers["language/electra/cpu/p50_ms/difference_ci"].strip("[]").split(", ")
     assert lo.startswith("$-$") and float(lo[3:]) > 5.3 and hi.startswith("$-$")
     assert numbers["language/electra/cpu/p50_ms/equivalence"] == "not shown"
+    # paired by launch: the log ratios' t interval, back as a ratio
+    assert numbers["language/electra/cpu/p50_ms/paired_ci"] == "[$-$9.6, $-$0.8]"
+    assert numbers["language/electra/cpu/p50_ms/paired_equivalence"] == "not shown"
+    assert numbers["language/electra/cpu/p50_ms/pairs"] == "3"
     assert numbers["language/electra/cpu/row_difference_ms"] == "$-$2.99"
     assert numbers["language/electra/cpu/row_difference_ci"] == "[$-$4.78, +0.50]"
     assert numbers["language/electra/cpu/tokenize_difference_ci"] == "[$-$0.80, $-$0.75]"

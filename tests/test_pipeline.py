@@ -127,6 +127,8 @@ def test_every_study_has_its_table(smoke_run):
     assert set(language.equivalence) <= {"equivalent", "not shown"}
     assert (language.difference_lo_pct <= language.difference_pct).all()
     assert (language.difference_pct <= language.difference_hi_pct).all()
+    # and paired by round: both launches of each runtime, launch numbers 1 and 2
+    assert (language.n_pairs == 2).all() and (language.paired_lo_pct <= language.paired_hi_pct).all()
     # the per-row difference from the launches' own per-row latencies, inside its interval
     assert (language.row_difference_ms_lo <= language.row_difference_ms).all()
     assert (language.row_difference_ms <= language.row_difference_ms_hi).all()

@@ -182,6 +182,44 @@ def test_equivalence_by_two_one_sided_tests_by_hand():
     assert set(c.equivalence) == {"equivalent"} and (c.equivalence_launches == 2).all()
 
 
+def test_paired_interval_by_hand_and_against_drift():
+    from rmbench.stats import difference_interval, paired_difference_interval
+
+    # log ratios +-0.01 alternating: mean 0, sd sqrt(4e-4 / 3) = 0.011547, t(0.95, 3) = 2.353363
+    baseline = [100.0, 120.0, 140.0, 160.0]
+    candidate = [b * math.exp(e) for b, e in zip(baseline, (0.01, -0.01, 0.01, -0.01))]
+    lo, hi = paired_difference_interval(candidate, baseline)
+    assert (lo, hi) == pytest.approx((math.expm1(-0.013587), math.expm1(0.013587)), abs=2e-6)
+    # the machine drifted 60% over the rounds: Welch's interval spans it, pairing takes it out
+    welch_lo, welch_hi = difference_interval(candidate, baseline)
+    assert welch_lo < -0.2 and welch_hi > 0.2
+    assert all(math.isnan(v) for v in paired_difference_interval([1.0], [1.0]))
+    assert all(math.isnan(v) for v in paired_difference_interval([1.0, 2.0], [1.0]))
+
+
+def test_comparisons_pair_launches_by_round_and_skip_unpaired_or_failed_ones():
+    baseline = [100.0, 120.0, 140.0, 160.0]
+    candidate = [b * math.exp(e) for b, e in zip(baseline, (0.01, -0.01, 0.01, -0.01))]
+    launches = pd.DataFrame(
+        {
+            "model": "m",
+            "runtime": ["x"] * 6 + ["y"] * 5,
+            "launch": [1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5],
+            # x's launch 5 failed, 6 has no partner; y's launch 5 therefore none either
+            "status": ["ok"] * 4 + ["mismatch", "ok"] + ["ok"] * 5,
+            "p50_ms": candidate + [1.0, 500.0] + baseline + [900.0],
+        }
+    )
+    c = compare_latency(launches, ["model"], "runtime", "p50_ms").set_index("candidate")
+    assert (c.n_pairs == 4).all() and (c.n_candidate == 5).all()
+    assert (c.loc["x", "paired_lo"], c.loc["x", "paired_hi"]) == pytest.approx(
+        (-0.013495, 0.013680), abs=2e-6
+    )
+    assert c.loc["x", "paired_equivalence"] == "equivalent" and c.loc["x", "equivalence"] == "not shown"
+    unnumbered = compare_latency(launches.drop(columns="launch"), ["model"], "runtime", "p50_ms")
+    assert (unnumbered.n_pairs == 0).all() and set(unnumbered.paired_equivalence) == {"too few launches"}
+
+
 def test_host_label_names_the_processor_its_widest_isa_and_cpus_or_the_gpu():
     from rmbench.provenance import host_label
 
@@ -318,6 +356,7 @@ def test_the_language_table_gives_the_per_row_difference_once_per_pair_of_cells(
             "set": ["main60"] * 4,
             "variant": ["-"] * 4,
             "runtime": ["native"] * 2 + ["ort_python"] * 2,
+            "launch": [1, 2, 1, 2],
             "status": ["ok"] * 4,
             "p50_ms": [20.0, 20.2, 21.0, 21.1],
             "p95_ms": [30.0, 30.2, 31.0, 31.1],
@@ -331,6 +370,8 @@ def test_the_language_table_gives_the_per_row_difference_once_per_pair_of_cells(
     assert latex.count("-1.00 [-1.00, -1.00]") == 1 and "Per row" in latex
     assert latex.count("-0.80 [-0.80, -0.80]") == 1 and latex.count("-0.20 [-0.20, -0.20]") == 1
     assert "Tokenizing" in latex and "Engine call" in latex
+    # log ratios -0.04879, -0.04359: t(0.95, 1) = 6.3138 -> [-6.1, -2.9] %
+    assert "Paired by round" in latex and "[-6.1, -2.9] not shown (n=2)" in latex
     # launches from before the parts were timed: the per-row column alone
     stripped = [r | {"metrics": {k: r["metrics"][k] for k in ("latencies_ms", "p50_ms")}} for r in records]
     without_parts = row_differences(stripped)

@@ -102,7 +102,8 @@ def sweep_numbers(table: pd.DataFrame) -> dict[str, str]:
 
 def language_numbers(table: pd.DataFrame) -> dict[str, str]:
     """language/<model>/<device>/<metric>/<name>: native against ORT-Python in percent (negative:
-    native faster) with its 90% interval and the equivalence verdict; language/<model>/<device>/
+    native faster) with its 90% interval and the equivalence verdict, Welch's and paired by
+    round (paired_ci, paired_equivalence, pairs); language/<model>/<device>/
     <part>_difference_ms and <part>_difference_ci: native's minus ORT-Python's time per row (part
     row), its tokenizing (tokenize) and the engine's call (infer), each with its 95% interval;
     language/<model>/<device>/<runtime>/tokenize_us: each runtime's tokenizing time per row."""
@@ -115,6 +116,12 @@ def language_numbers(table: pd.DataFrame) -> dict[str, str]:
             f"{metric}/difference_ci": _signed_interval(r["difference_lo_pct"], r["difference_hi_pct"], 1),
             f"{metric}/equivalence": r["equivalence"],
         }
+        if "paired_lo_pct" in r:  # the same on launches paired by round
+            numbers |= {
+                f"{metric}/paired_ci": _signed_interval(r["paired_lo_pct"], r["paired_hi_pct"], 1),
+                f"{metric}/paired_equivalence": r["paired_equivalence"],
+                f"{metric}/pairs": _format(r["n_pairs"], 0),
+            }
         for part in ROW_PARTS:  # one per pair of cells, repeated on each metric's row
             ms, lo, hi = difference_columns(part)
             if ms in r:

@@ -7,7 +7,8 @@ much or drift with the order they ran in, with the launch count their variance w
 
 "The same speed" is a claim of its own: intervals that overlap show no difference, not its
 absence. Two one-sided tests (TOST) show equivalence within a margin when the 90% Welch interval
-of the relative difference lies inside it.
+of the relative difference lies inside it; beside it the same test on launches paired by the
+round they ran in, which takes the machine's drift between rounds out of the comparison.
 """
 
 from __future__ import annotations
@@ -84,6 +85,32 @@ def difference_interval(candidate, baseline, confidence: float = 0.90) -> tuple[
     half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
     d = float(c.mean() - b.mean())
     return (d - half) / float(b.mean()), (d + half) / float(b.mean())
+
+
+def paired_difference_interval(candidate, baseline, confidence: float = 0.90) -> tuple[float, float]:
+    """Interval of the relative difference from pairs of launches that ran side by side (the same
+    round of the schedule): a t interval on the mean of each pair's log ratio, back on the ratio
+    scale (a geometric mean ratio minus 1). What the machine did between rounds moves both sides of
+    a pair and cancels, so where it drifted this is narrower than Welch's (NaN under 2 pairs)."""
+    c, b = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
+    if len(c) != len(b) or len(c) < 2 or not (c > 0).all() or not (b > 0).all():
+        return math.nan, math.nan
+    log_ratio = t_interval(np.log(c / b), confidence)
+    if log_ratio.sd == 0:
+        return math.expm1(log_ratio.mean), math.expm1(log_ratio.mean)
+    return math.expm1(log_ratio.lo), math.expm1(log_ratio.hi)
+
+
+def launch_pairs(group: pd.DataFrame, between: str, metric: str, a: str, b: str) -> tuple[list, list]:
+    """The metric of a's and b's launches that share a launch number (the schedule runs every
+    cell's launch k in round k); empty where launches are unnumbered or a number repeats."""
+    if "launch" not in group:
+        return [], []
+    sides = [group[group[between] == name].set_index("launch")[metric] for name in (a, b)]
+    if any(not side.index.is_unique for side in sides):
+        return [], []
+    shared = sides[0].index.intersection(sides[1].index).sort_values()
+    return sides[0][shared].tolist(), sides[1][shared].tolist()
 
 
 def equivalence_verdict(lo: float, hi: float, margin: float) -> str:
@@ -281,6 +308,8 @@ def compare_latency(
                     values[cand], values[base], checks.bootstrap, checks.seed
                 )
                 diff_lo, diff_hi = difference_interval(values[cand], values[base])
+                paired = launch_pairs(group, between, metric, cand, base)
+                paired_lo, paired_hi = paired_difference_interval(*paired)
                 pair_hosts = set(hosts[cand]) | set(hosts[base])
                 rows.append(
                     dict(zip(keys, key if isinstance(key, tuple) else (key,)))
@@ -302,6 +331,12 @@ def compare_latency(
                         "equivalence_launches": launches_for_equivalence(
                             values[cand], values[base], checks.equivalence_margin
                         ),
+                        "paired_lo": paired_lo,
+                        "paired_hi": paired_hi,
+                        "paired_equivalence": equivalence_verdict(
+                            paired_lo, paired_hi, checks.equivalence_margin
+                        ),
+                        "n_pairs": len(paired[0]),
                         "n_candidate": ci_c.n,
                         "n_baseline": ci_b.n,
                         # a ratio of two kinds of machine measures the machines as well

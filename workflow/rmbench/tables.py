@@ -363,6 +363,7 @@ def language_table(comparisons: pd.DataFrame, differences: pd.DataFrame | None =
             "n_candidate",
             "n_baseline",
         ]
+        + [c for c in ("paired_lo", "paired_hi", "paired_equivalence", "n_pairs") if c in rows]
         + [c for c in ROW_DIFFERENCE_COLUMNS + TOKENIZE_COLUMNS if c in rows]
         + [column for column in ("host", "across_hosts") if column in rows]
     ].copy()
@@ -370,6 +371,9 @@ def language_table(comparisons: pd.DataFrame, differences: pd.DataFrame | None =
     # the 90% interval of the difference (two one-sided tests), in percent
     out["difference_lo_pct"] = out.pop("difference_lo") * 100
     out["difference_hi_pct"] = out.pop("difference_hi") * 100
+    if "paired_lo" in out:  # the same test on launches paired by round, in percent
+        out["paired_lo_pct"] = out.pop("paired_lo") * 100
+        out["paired_hi_pct"] = out.pop("paired_hi") * 100
     return out.rename(columns={"candidate_mean": "native", "baseline_mean": "ort_python"})
 
 
@@ -391,7 +395,11 @@ def language_latex(table: pd.DataFrame, caption: str) -> str:
         "Welch $p$",
         "Verdict",
         "Equivalence",
-    ] + [ROW_PART_HEADS[p] for p in parts]
+    ]
+    paired = bool("paired_lo_pct" in table and table["paired_lo_pct"].notna().any())
+    if paired:
+        head.append("Paired by round [90\\% CI]")
+    head += [ROW_PART_HEADS[p] for p in parts]
     body, shown = [], set()
     for _, r in table.iterrows():
         cells = [
@@ -405,12 +413,20 @@ def language_latex(table: pd.DataFrame, caption: str) -> str:
             r["verdict"] + (r"$^\dagger$" if _across_hosts(r) else ""),
             _equivalence_cell(r),
         ]
+        if paired:
+            cells.append(_paired_cell(r))
         key = (r["model"], r["device"], r["set"])
         for part in parts:  # one value per pair of cells: on its first metric's row
             ms, lo, hi = (r[column] for column in difference_columns(part))
             cells.append("" if key in shown or math.isnan(ms) else f"{ms:+.2f} [{lo:+.2f}, {hi:+.2f}]")
         shown.add(key)
         body.append(cells)
+    if paired:
+        caption += (
+            " Paired by round: the same test on the ratio of the native and ORT-Python launches that"
+            " ran in the same round of the schedule (a t interval on the mean log ratio), which takes"
+            " the machine's drift between rounds out of the comparison."
+        )
     if parts:
         caption += (
             " Per row: the median over rows of native's minus ORT-Python's latency (each row's median"
@@ -424,7 +440,7 @@ def language_latex(table: pd.DataFrame, caption: str) -> str:
         )
     if any(_across_hosts(r) for _, r in table.iterrows()):
         caption += r" $^\dagger$: native and ORT-Python launches from different kinds of host."
-    colspec = "lllrrrrll" + "r" * len(parts)
+    colspec = "lllrrrrll" + "l" * paired + "r" * len(parts)
     return booktabs(colspec, head, body, caption + hosts_sentence(table), "tab:language")
 
 
@@ -441,6 +457,14 @@ def _equivalence_cell(r) -> str:
         return r["equivalence"]
     n = r["equivalence_launches"]
     return f"not shown (n={n:.0f})" if n <= 1000 else "not shown"
+
+
+def _paired_cell(r) -> str:
+    """'[-2.6, +1.7] equivalent': the paired interval in percent and its verdict at the margin."""
+    if math.isnan(r["paired_lo_pct"]):
+        return "too few pairs"
+    interval = f"[{r['paired_lo_pct']:+.1f}, {r['paired_hi_pct']:+.1f}]"
+    return f"{interval} {r['paired_equivalence']} (n={r['n_pairs']:.0f})"
 
 
 def simple_latex(table: pd.DataFrame, columns: dict, caption: str, label: str) -> str:
