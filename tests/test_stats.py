@@ -371,7 +371,7 @@ def test_the_language_table_gives_the_per_row_difference_once_per_pair_of_cells(
     assert latex.count("-0.80 [-0.80, -0.80]") == 1 and latex.count("-0.20 [-0.20, -0.20]") == 1
     assert "Tokenizing" in latex and "Engine call" in latex
     # log ratios -0.04879, -0.04359: t(0.95, 1) = 6.3138 -> [-6.1, -2.9] %
-    assert "Paired by round" in latex and "[-6.1, -2.9] not shown (n=2)" in latex
+    assert "Paired by round" in latex and "[-6.1, -2.9] not shown (2 pairs)" in latex
     # launches from before the parts were timed: the per-row column alone
     stripped = [r | {"metrics": {k: r["metrics"][k] for k in ("latencies_ms", "p50_ms")}} for r in records]
     without_parts = row_differences(stripped)

@@ -460,11 +460,12 @@ def _equivalence_cell(r) -> str:
 
 
 def _paired_cell(r) -> str:
-    """'[-2.6, +1.7] equivalent': the paired interval in percent and its verdict at the margin."""
+    """'[-2.6, +1.7] equivalent (15 pairs)': the paired interval in percent, its verdict at the margin
+    and the pairs it rests on (the Welch cell's n is the launches it would take)."""
     if math.isnan(r["paired_lo_pct"]):
         return "too few pairs"
     interval = f"[{r['paired_lo_pct']:+.1f}, {r['paired_hi_pct']:+.1f}]"
-    return f"{interval} {r['paired_equivalence']} (n={r['n_pairs']:.0f})"
+    return f"{interval} {r['paired_equivalence']} ({r['n_pairs']:.0f} pairs)"
 
 
 def simple_latex(table: pd.DataFrame, columns: dict, caption: str, label: str) -> str:
