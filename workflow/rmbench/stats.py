@@ -96,21 +96,17 @@ def paired_difference_interval(candidate, baseline, confidence: float = 0.90) ->
     if len(c) != len(b) or len(c) < 2 or not (c > 0).all() or not (b > 0).all():
         return math.nan, math.nan
     log_ratio = t_interval(np.log(c / b), confidence)
-    if log_ratio.sd == 0:
-        return math.expm1(log_ratio.mean), math.expm1(log_ratio.mean)
     return math.expm1(log_ratio.lo), math.expm1(log_ratio.hi)
 
 
-def launch_pairs(group: pd.DataFrame, between: str, metric: str, a: str, b: str) -> tuple[list, list]:
-    """The metric of a's and b's launches that share a launch number (the schedule runs every
-    cell's launch k in round k); empty where launches are unnumbered or a number repeats."""
-    if "launch" not in group:
+def launch_pairs(a: pd.Series | None, b: pd.Series | None) -> tuple[list, list]:
+    """The values of a's and b's launches (each indexed by launch number) that share a number:
+    the schedule runs every cell's launch k in round k. Empty where launches are unnumbered
+    (None) or a number repeats."""
+    if a is None or b is None or not (a.index.is_unique and b.index.is_unique):
         return [], []
-    sides = [group[group[between] == name].set_index("launch")[metric] for name in (a, b)]
-    if any(not side.index.is_unique for side in sides):
-        return [], []
-    shared = sides[0].index.intersection(sides[1].index).sort_values()
-    return sides[0][shared].tolist(), sides[1][shared].tolist()
+    shared = a.index.intersection(b.index).sort_values()
+    return a[shared].tolist(), b[shared].tolist()
 
 
 def equivalence_verdict(lo: float, hi: float, margin: float) -> str:
@@ -300,6 +296,10 @@ def compare_latency(
     for key, group in ok.groupby(keys, sort=True):
         values = {name: g[metric].to_numpy() for name, g in group.groupby(between)}
         hosts = {name: launch_hosts(g) for name, g in group.groupby(between)}
+        by_launch = {
+            name: g.set_index("launch")[metric] if "launch" in g else None
+            for name, g in group.groupby(between)
+        }
         for a, b in combinations(sorted(values), 2):
             for cand, base in ((a, b), (b, a)):
                 ci_c, ci_b = t_interval(values[cand]), t_interval(values[base])
@@ -308,7 +308,7 @@ def compare_latency(
                     values[cand], values[base], checks.bootstrap, checks.seed
                 )
                 diff_lo, diff_hi = difference_interval(values[cand], values[base])
-                paired = launch_pairs(group, between, metric, cand, base)
+                paired = launch_pairs(by_launch[cand], by_launch[base])
                 paired_lo, paired_hi = paired_difference_interval(*paired)
                 pair_hosts = set(hosts[cand]) | set(hosts[base])
                 rows.append(

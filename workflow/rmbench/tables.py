@@ -368,12 +368,11 @@ def language_table(comparisons: pd.DataFrame, differences: pd.DataFrame | None =
         + [column for column in ("host", "across_hosts") if column in rows]
     ].copy()
     out["difference_pct"] = (out["candidate_mean"] / out["baseline_mean"] - 1) * 100
-    # the 90% interval of the difference (two one-sided tests), in percent
-    out["difference_lo_pct"] = out.pop("difference_lo") * 100
-    out["difference_hi_pct"] = out.pop("difference_hi") * 100
-    if "paired_lo" in out:  # the same test on launches paired by round, in percent
-        out["paired_lo_pct"] = out.pop("paired_lo") * 100
-        out["paired_hi_pct"] = out.pop("paired_hi") * 100
+    # the 90% intervals of the difference (two one-sided tests; Welch's, and paired by round where
+    # the comparisons have it), in percent
+    for column in ("difference_lo", "difference_hi", "paired_lo", "paired_hi"):
+        if column in out:
+            out[f"{column}_pct"] = out.pop(column) * 100
     return out.rename(columns={"candidate_mean": "native", "baseline_mean": "ort_python"})
 
 
