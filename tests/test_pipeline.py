@@ -129,6 +129,7 @@ def test_every_study_has_its_table(smoke_run):
     assert (language.difference_pct <= language.difference_hi_pct).all()
     # and paired by round: both launches of each runtime, launch numbers 1 and 2
     assert (language.n_pairs == 2).all() and (language.paired_lo_pct <= language.paired_hi_pct).all()
+    assert (language.pairs_for_equivalence >= 2).all()  # a count, or 1001 beyond the margin
     # the per-row difference from the launches' own per-row latencies, inside its interval
     assert (language.row_difference_ms_lo <= language.row_difference_ms).all()
     assert (language.row_difference_ms <= language.row_difference_ms_hi).all()

@@ -197,6 +197,23 @@ def test_paired_interval_by_hand_and_against_drift():
     assert all(math.isnan(v) for v in paired_difference_interval([1.0, 2.0], [1.0]))
 
 
+def test_pairs_for_equivalence_by_hand_and_consistent_with_the_verdict():
+    from rmbench.stats import equivalence_verdict, paired_difference_interval, pairs_for_equivalence
+
+    baseline = [100.0, 120.0, 140.0, 160.0]
+    candidate = [b * math.exp(e) for b, e in zip(baseline, (0.01, -0.01, 0.01, -0.01))]
+    # mean 0, sd 0.011547; at 3% the room is log(1.03) = 0.029559: t(0.95, 1) * sd / sqrt(2) = 0.0516
+    # is too wide, t(0.95, 2) * sd / sqrt(3) = 0.0195 fits
+    assert pairs_for_equivalence(candidate, baseline, 0.03) == 3
+    # at 1% (room log(1.01) = 0.00995): t(0.95, 4) / sqrt(5) = 0.953 > 0.00995 / sd = 0.862 > 0.823 at 6
+    assert pairs_for_equivalence(candidate, baseline, 0.01) == 6
+    for margin, verdict in ((0.03, "equivalent"), (0.01, "not shown")):
+        assert equivalence_verdict(*paired_difference_interval(candidate, baseline), margin) == verdict
+    # 5% slower in every pair: no number of pairs shows +-3%
+    assert pairs_for_equivalence([b * 1.05 for b in baseline], baseline, 0.03) == 1001
+    assert math.isnan(pairs_for_equivalence([1.0], [1.0], 0.03))
+
+
 def test_comparisons_pair_launches_by_round_and_skip_unpaired_or_failed_ones():
     baseline = [100.0, 120.0, 140.0, 160.0]
     candidate = [b * math.exp(e) for b, e in zip(baseline, (0.01, -0.01, 0.01, -0.01))]
@@ -216,6 +233,7 @@ def test_comparisons_pair_launches_by_round_and_skip_unpaired_or_failed_ones():
         (-0.013495, 0.013680), abs=2e-6
     )
     assert c.loc["x", "paired_equivalence"] == "equivalent" and c.loc["x", "equivalence"] == "not shown"
+    assert c.loc["x", "pairs_for_equivalence"] == 3  # the pairs of the test above
     unnumbered = compare_latency(launches.drop(columns="launch"), ["model"], "runtime", "p50_ms")
     assert (unnumbered.n_pairs == 0).all() and set(unnumbered.paired_equivalence) == {"too few launches"}
 
@@ -372,6 +390,9 @@ def test_the_language_table_gives_the_per_row_difference_once_per_pair_of_cells(
     assert "Tokenizing" in latex and "Engine call" in latex
     # log ratios -0.04879, -0.04359: t(0.95, 1) = 6.3138 -> [-6.1, -2.9] %
     assert "Paired by round" in latex and "[-6.1, -2.9] not shown (2 pairs)" in latex
+    # where the observed ratio lies inside the margin, the cell also says how many pairs would show it
+    inside = table.assign(paired_lo_pct=-3.5, paired_hi_pct=1.2, pairs_for_equivalence=31.0)
+    assert "[-3.5, +1.2] not shown (2 pairs, 31 needed)" in language_latex(inside, "Native vs ORT-Python.")
     # launches from before the parts were timed: the per-row column alone
     stripped = [r | {"metrics": {k: r["metrics"][k] for k in ("latencies_ms", "p50_ms")}} for r in records]
     without_parts = row_differences(stripped)

@@ -100,10 +100,17 @@ def sweep_numbers(table: pd.DataFrame) -> dict[str, str]:
     return numbers
 
 
+def _pairs_needed(pairs: float) -> str:
+    """The pairs the paired equivalence test would take, 'more than 1,000' where the observed ratio
+    itself reaches the margin (stats.pairs_for_equivalence then returns its limit + 1)."""
+    return "more than 1{,}000" if pairs > 1000 else _format(pairs, 0)
+
+
 def language_numbers(table: pd.DataFrame) -> dict[str, str]:
     """language/<model>/<device>/<metric>/<name>: native against ORT-Python in percent (negative:
     native faster) with its 90% interval and the equivalence verdict, Welch's and paired by
-    round (paired_ci, paired_equivalence, pairs); language/<model>/<device>/
+    round (paired_ci, paired_equivalence, pairs, and pairs_needed: the pairs that would show
+    equivalence at the observed spread); language/<model>/<device>/
     <part>_difference_ms and <part>_difference_ci: native's minus ORT-Python's time per row (part
     row), its tokenizing (tokenize) and the engine's call (infer), each with its 95% interval;
     language/<model>/<device>/<runtime>/tokenize_us: each runtime's tokenizing time per row."""
@@ -121,6 +128,7 @@ def language_numbers(table: pd.DataFrame) -> dict[str, str]:
                 f"{metric}/paired_ci": _signed_interval(r["paired_lo_pct"], r["paired_hi_pct"], 1),
                 f"{metric}/paired_equivalence": r["paired_equivalence"],
                 f"{metric}/pairs": _format(r["n_pairs"], 0),
+                f"{metric}/pairs_needed": _pairs_needed(r.get("pairs_for_equivalence", math.nan)),
             }
         for part in ROW_PARTS:  # one per pair of cells, repeated on each metric's row
             ms, lo, hi = difference_columns(part)

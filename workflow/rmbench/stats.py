@@ -87,15 +87,23 @@ def difference_interval(candidate, baseline, confidence: float = 0.90) -> tuple[
     return (d - half) / float(b.mean()), (d + half) / float(b.mean())
 
 
+def _pair_log_ratios(candidate, baseline) -> np.ndarray | None:
+    """log(candidate / baseline) per pair; None under 2 pairs, for unequal lengths or a value <= 0."""
+    c, b = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
+    if len(c) != len(b) or len(c) < 2 or not (c > 0).all() or not (b > 0).all():
+        return None
+    return np.log(c / b)
+
+
 def paired_difference_interval(candidate, baseline, confidence: float = 0.90) -> tuple[float, float]:
     """Interval of the relative difference from pairs of launches that ran side by side (the same
     round of the schedule): a t interval on the mean of each pair's log ratio, back on the ratio
     scale (a geometric mean ratio minus 1). What the machine did between rounds moves both sides of
     a pair and cancels, so where it drifted this is narrower than Welch's (NaN under 2 pairs)."""
-    c, b = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
-    if len(c) != len(b) or len(c) < 2 or not (c > 0).all() or not (b > 0).all():
+    log_ratios = _pair_log_ratios(candidate, baseline)
+    if log_ratios is None:
         return math.nan, math.nan
-    log_ratio = t_interval(np.log(c / b), confidence)
+    log_ratio = t_interval(log_ratios, confidence)
     return math.expm1(log_ratio.lo), math.expm1(log_ratio.hi)
 
 
@@ -116,6 +124,11 @@ def equivalence_verdict(lo: float, hi: float, margin: float) -> str:
     return "equivalent" if -margin < lo and hi < margin else "not shown"
 
 
+def _fewest(shows, limit: int) -> float:
+    """The smallest count from 2 to limit for which shows(count) holds, else limit + 1."""
+    return float(next((n for n in range(2, limit + 1) if shows(n)), limit + 1))
+
+
 def launches_for_equivalence(candidate, baseline, margin: float, limit: int = 1000) -> float:
     """Launches per side that would show equivalence within +-margin if the means and spreads
     stayed as observed (limit + 1 when the observed difference itself reaches the margin)."""
@@ -126,10 +139,22 @@ def launches_for_equivalence(candidate, baseline, margin: float, limit: int = 10
     if d >= scale:
         return float(limit + 1)
     spread = float(c.var(ddof=1) + b.var(ddof=1))
-    for n in range(2, limit + 1):
-        if d + float(sps.t.ppf(0.95, 2 * n - 2)) * math.sqrt(spread / n) < scale:
-            return float(n)
-    return float(limit + 1)
+    return _fewest(lambda n: d + float(sps.t.ppf(0.95, 2 * n - 2)) * math.sqrt(spread / n) < scale, limit)
+
+
+def pairs_for_equivalence(candidate, baseline, margin: float, limit: int = 1000) -> float:
+    """Pairs that would show equivalence within +-margin by the paired interval if the pairs' mean
+    log ratio and its spread stayed as observed (limit + 1 when the observed ratio itself reaches
+    the margin; NaN where paired_difference_interval has no interval)."""
+    log_ratios = _pair_log_ratios(candidate, baseline)
+    if log_ratios is None:
+        return math.nan
+    mean, sd = float(log_ratios.mean()), float(log_ratios.std(ddof=1))
+    # the margin on the ratio scale, as log bounds: expm1(lo) > -margin and expm1(hi) < margin
+    room = min(mean - math.log1p(-margin), math.log1p(margin) - mean)
+    if room <= 0:
+        return float(limit + 1)
+    return _fewest(lambda n: float(sps.t.ppf(0.95, n - 1)) * sd / math.sqrt(n) < room, limit)
 
 
 def latency_verdict(candidate: Interval, baseline: Interval) -> str:
@@ -337,6 +362,7 @@ def compare_latency(
                             paired_lo, paired_hi, checks.equivalence_margin
                         ),
                         "n_pairs": len(paired[0]),
+                        "pairs_for_equivalence": pairs_for_equivalence(*paired, checks.equivalence_margin),
                         "n_candidate": ci_c.n,
                         "n_baseline": ci_b.n,
                         # a ratio of two kinds of machine measures the machines as well

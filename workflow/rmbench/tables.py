@@ -363,7 +363,11 @@ def language_table(comparisons: pd.DataFrame, differences: pd.DataFrame | None =
             "n_candidate",
             "n_baseline",
         ]
-        + [c for c in ("paired_lo", "paired_hi", "paired_equivalence", "n_pairs") if c in rows]
+        + [
+            c
+            for c in ("paired_lo", "paired_hi", "paired_equivalence", "n_pairs", "pairs_for_equivalence")
+            if c in rows
+        ]
         + [c for c in ROW_DIFFERENCE_COLUMNS + TOKENIZE_COLUMNS if c in rows]
         + [column for column in ("host", "across_hosts") if column in rows]
     ].copy()
@@ -424,7 +428,8 @@ def language_latex(table: pd.DataFrame, caption: str) -> str:
         caption += (
             " Paired by round: the same test on the ratio of the native and ORT-Python launches that"
             " ran in the same round of the schedule (a t interval on the mean log ratio), which takes"
-            " the machine's drift between rounds out of the comparison."
+            " the machine's drift between rounds out of the comparison; where it shows no equivalence,"
+            " the pairs that would at the observed mean and spread of the pairs' log ratios."
         )
     if parts:
         caption += (
@@ -459,12 +464,17 @@ def _equivalence_cell(r) -> str:
 
 
 def _paired_cell(r) -> str:
-    """'[-2.6, +1.7] equivalent (15 pairs)': the paired interval in percent, its verdict at the margin
-    and the pairs it rests on (the Welch cell's n is the launches it would take)."""
+    """'[-2.6, +1.7] equivalent (15 pairs)': the paired interval in percent, its verdict at the
+    margin and the pairs it rests on (the Welch cell's n is the launches it would take); where not
+    shown, also the pairs it would take at the observed spread ('15 pairs, 31 needed')."""
     if math.isnan(r["paired_lo_pct"]):
         return "too few pairs"
     interval = f"[{r['paired_lo_pct']:+.1f}, {r['paired_hi_pct']:+.1f}]"
-    return f"{interval} {r['paired_equivalence']} ({r['n_pairs']:.0f} pairs)"
+    pairs = f"{r['n_pairs']:.0f} pairs"
+    needed = r.get("pairs_for_equivalence", math.nan)
+    if r["paired_equivalence"] == "not shown" and needed <= 1000:
+        pairs += f", {needed:.0f} needed"
+    return f"{interval} {r['paired_equivalence']} ({pairs})"
 
 
 def simple_latex(table: pd.DataFrame, columns: dict, caption: str, label: str) -> str:
