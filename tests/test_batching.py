@@ -115,6 +115,11 @@ def test_verdict_list_reads_like_the_paper():
         "naive b=8 vs none b=1: 0.13x, CIs apart",
         "length_aware b=4 vs none b=1: 1.09x [1.04, 1.14], CIs overlap",
     ]
+    # launches paired by round give the speed-up a second interval, where there are pairs
+    paired = comparisons.assign(speedup_paired_lo=[math.nan, 1.03], speedup_paired_hi=[math.nan, 1.16])
+    assert verdict_list(paired, "batching~none+batch~1", "row_ms")["statement"].tolist()[1] == (
+        "length_aware b=4 vs none b=1: 1.09x [1.04, 1.14], paired by round [1.03, 1.16], CIs overlap"
+    )
     assert variant_label("zero_copy~on+prealloc~off") == "zero_copy=on, prealloc=off"
 
 

@@ -20,7 +20,8 @@ def test_numbers_come_from_each_table_with_other_sets_named_in_the_key():
             | {"launches_ok": 5, "launches": 5, "p50_ms": 314.66, "p50_ms_lo": 253.9, "p50_ms_hi": 375.5}
             | {"p95_ms": 400.0, "p95_ms_lo": math.nan, "p95_ms_hi": math.nan}
             | {"speedup": 1.7876, "speedup_conservative": 0.78, "verdict": "not distinguishable"}
-            | {"speedup_boot_lo": 1.084, "speedup_boot_hi": 2.5},
+            | {"speedup_boot_lo": 1.084, "speedup_boot_hi": 2.5}
+            | {"speedup_paired_lo": 1.2049, "speedup_paired_hi": 2.31},
             {"model": "deberta", "device": "cpu", "set": "rep60a", "variant": "-", "runtime": "native"}
             | {"launches_ok": 3, "launches": 3, "p50_ms": 1.0, "p50_ms_lo": 0.5, "p50_ms_hi": 1.5},
         ]
@@ -39,6 +40,7 @@ def test_numbers_come_from_each_table_with_other_sets_named_in_the_key():
     assert numbers["latency/deberta/cpu/native/p50_ms_ci"] == "[253.9, 375.5]"
     assert numbers["latency/deberta/cpu/native/speedup"] == "1.79"
     assert numbers["latency/deberta/cpu/native/speedup_ci"] == "[1.08, 2.50]"
+    assert numbers["latency/deberta/cpu/native/speedup_paired_ci"] == "[1.20, 2.31]"
     assert "batching/electra/cpu/native/naive-b=8/speedup_ci" not in numbers  # no interval, no key
     assert numbers["latency/deberta/cpu/native/verdict"] == "not distinguishable"
     assert numbers["latency/deberta/cpu/native/launches"] == "5/5"

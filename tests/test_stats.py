@@ -234,6 +234,12 @@ def test_comparisons_pair_launches_by_round_and_skip_unpaired_or_failed_ones():
     )
     assert c.loc["x", "paired_equivalence"] == "equivalent" and c.loc["x", "equivalence"] == "not shown"
     assert c.loc["x", "pairs_for_equivalence"] == 3  # the pairs of the test above
+    # the speed-up paired by round: y over x, the log ratios' 95% interval, t(0.975, 3) = 3.182446
+    half = 3.182446 * math.sqrt(4e-4 / 3) / 2
+    assert (c.loc["x", "speedup_paired_lo"], c.loc["x", "speedup_paired_hi"]) == pytest.approx(
+        (math.exp(-half), math.exp(half)), abs=1e-6
+    )
+    assert c.loc["y", "speedup_paired_lo"] == pytest.approx(c.loc["x", "speedup_paired_lo"], abs=1e-12)
     unnumbered = compare_latency(launches.drop(columns="launch"), ["model"], "runtime", "p50_ms")
     assert (unnumbered.n_pairs == 0).all() and set(unnumbered.paired_equivalence) == {"too few launches"}
 

@@ -277,6 +277,10 @@ def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]
             values["speedup_ci"] = _bracket(
                 _format(row.get("speedup_boot_lo"), 2), _format(row.get("speedup_boot_hi"), 2)
             )
+            # and paired by launch round (the rounds' ratios, drift between rounds cancelled)
+            values["speedup_paired_ci"] = _bracket(
+                _format(row.get("speedup_paired_lo"), 2), _format(row.get("speedup_paired_hi"), 2)
+            )
             numbers |= {
                 f"{key}/{name}": text for name, text in values.items() if isinstance(text, str) and text
             }

@@ -107,6 +107,14 @@ def paired_difference_interval(candidate, baseline, confidence: float = 0.90) ->
     return math.expm1(log_ratio.lo), math.expm1(log_ratio.hi)
 
 
+def paired_speedup_interval(candidate, baseline, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Interval of the speed-up (baseline over candidate, lower is better) from launches paired by
+    round: the geometric mean of the rounds' ratios, so drift between rounds cancels (NaN under 2
+    pairs). The study's verdict stays the non-overlap of the cells' intervals."""
+    lo, hi = paired_difference_interval(candidate, baseline, confidence)
+    return 1 / (1 + hi), 1 / (1 + lo)
+
+
 def launch_pairs(a: pd.Series | None, b: pd.Series | None) -> tuple[list, list]:
     """The values of a's and b's launches (each indexed by launch number) that share a number:
     the schedule runs every cell's launch k in round k. Empty where launches are unnumbered
@@ -335,6 +343,7 @@ def compare_latency(
                 diff_lo, diff_hi = difference_interval(values[cand], values[base])
                 paired = launch_pairs(by_launch[cand], by_launch[base])
                 paired_lo, paired_hi = paired_difference_interval(*paired)
+                speedup_paired_lo, speedup_paired_hi = paired_speedup_interval(*paired)
                 pair_hosts = set(hosts[cand]) | set(hosts[base])
                 rows.append(
                     dict(zip(keys, key if isinstance(key, tuple) else (key,)))
@@ -348,6 +357,8 @@ def compare_latency(
                         "speedup_conservative": conservative,
                         "speedup_boot_lo": boot_lo,
                         "speedup_boot_hi": boot_hi,
+                        "speedup_paired_lo": speedup_paired_lo,
+                        "speedup_paired_hi": speedup_paired_hi,
                         "welch_p": welch_p(values[cand], values[base]),
                         "verdict": latency_verdict(ci_c, ci_b),
                         "difference_lo": diff_lo,

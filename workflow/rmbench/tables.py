@@ -161,6 +161,8 @@ def study_table(
                 "speedup_conservative": c["speedup_conservative"],
                 "speedup_boot_lo": c.get("speedup_boot_lo", math.nan),
                 "speedup_boot_hi": c.get("speedup_boot_hi", math.nan),
+                "speedup_paired_lo": c.get("speedup_paired_lo", math.nan),
+                "speedup_paired_hi": c.get("speedup_paired_hi", math.nan),
                 "welch_p": c["welch_p"],
                 "verdict": c["verdict"],
             }
@@ -499,21 +501,39 @@ def variant_label(variant: str) -> str:
 
 def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.DataFrame:
     """One line per candidate against the baseline, e.g. 'naive b=8 vs none b=1: 0.13x [0.11,
-    0.15], CIs apart': the speed-up, its own 95% interval (bootstrap over launches) where there is
-    one, and whether the two cells' intervals overlap (the study's verdict)."""
+    0.15], paired by round [0.12, 0.14], CIs apart': the speed-up, its own 95% interval (bootstrap
+    over launches) and the same paired by launch round where there are, and whether the two cells'
+    intervals overlap (the study's verdict)."""
     rows = comparisons[(comparisons["baseline"] == baseline) & (comparisons["metric"] == metric)].copy()
+    if "speedup_paired_lo" not in rows:  # comparisons from before launches were paired
+        rows["speedup_paired_lo"] = rows["speedup_paired_hi"] = math.nan
     apart = rows["verdict"].isin(["faster", "slower"])
     rows["statement"] = [
         f"{variant_label(c)} vs {variant_label(baseline)}: {s:.2f}x"
-        + ("" if math.isnan(lo) else f" [{lo:.2f}, {hi:.2f}]")
+        + _interval_text("", lo, hi)
+        + _interval_text("paired by round", paired_lo, paired_hi)
         + (", CIs apart" if a else ", CIs overlap")
-        for c, s, lo, hi, a in zip(
-            rows["candidate"], rows["speedup"], rows["speedup_boot_lo"], rows["speedup_boot_hi"], apart
+        for c, s, lo, hi, paired_lo, paired_hi, a in zip(
+            rows["candidate"],
+            rows["speedup"],
+            rows["speedup_boot_lo"],
+            rows["speedup_boot_hi"],
+            rows["speedup_paired_lo"],
+            rows["speedup_paired_hi"],
+            apart,
         )
     ]
     keep = [k for k in ("model", "device", "set", "runtime") if k in rows]
     columns = ["candidate", "baseline", "speedup", "speedup_boot_lo", "speedup_boot_hi"]
+    columns += ["speedup_paired_lo", "speedup_paired_hi"]
     return rows[[*keep, *columns, "speedup_conservative", "verdict", "statement"]]
+
+
+def _interval_text(name: str, lo: float, hi: float) -> str:
+    """' [1.04, 1.14]', or ', paired by round [1.03, 1.16]' with a name; nothing without an interval."""
+    if math.isnan(lo) or math.isnan(hi):
+        return ""
+    return f"{', ' + name if name else ''} [{lo:.2f}, {hi:.2f}]"
 
 
 def with_padding_bound(verdicts: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
