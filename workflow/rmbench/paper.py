@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from .decomposition import SESSION_RUN, SUMMARY_ROWS, TOTAL, WHOLE_CALL, gate_resolution
-from .stats import launch_hosts
+from .stats import COUNT_LIMIT, launch_hosts
 from .tables import LANGUAGE_PAIR, ROW_PARTS, STUDIES, difference_columns, latex_escape, variant_label
 
 # Digits shown per metric (anything else: 2).
@@ -103,7 +103,7 @@ def sweep_numbers(table: pd.DataFrame) -> dict[str, str]:
 def _pairs_needed(pairs: float) -> str:
     """The pairs the paired equivalence test would take, 'more than 1,000' where the observed ratio
     itself reaches the margin (stats.pairs_for_equivalence then returns its limit + 1)."""
-    return "more than 1{,}000" if pairs > 1000 else _format(pairs, 0)
+    return f"more than {_format(COUNT_LIMIT, 0)}" if pairs > COUNT_LIMIT else _format(pairs, 0)
 
 
 def language_numbers(table: pd.DataFrame) -> dict[str, str]:

@@ -22,6 +22,8 @@ import pandas as pd
 from scipy import stats as sps
 
 CONFIDENCE = 0.95
+# The most launches (or pairs) a launches-needed estimate searches; past it, it returns this + 1.
+COUNT_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ def _fewest(shows, limit: int) -> float:
     return float(next((n for n in range(2, limit + 1) if shows(n)), limit + 1))
 
 
-def launches_for_equivalence(candidate, baseline, margin: float, limit: int = 1000) -> float:
+def launches_for_equivalence(candidate, baseline, margin: float, limit: int = COUNT_LIMIT) -> float:
     """Launches per side that would show equivalence within +-margin if the means and spreads
     stayed as observed (limit + 1 when the observed difference itself reaches the margin)."""
     c, b = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
@@ -150,7 +152,7 @@ def launches_for_equivalence(candidate, baseline, margin: float, limit: int = 10
     return _fewest(lambda n: d + float(sps.t.ppf(0.95, 2 * n - 2)) * math.sqrt(spread / n) < scale, limit)
 
 
-def pairs_for_equivalence(candidate, baseline, margin: float, limit: int = 1000) -> float:
+def pairs_for_equivalence(candidate, baseline, margin: float, limit: int = COUNT_LIMIT) -> float:
     """Pairs that would show equivalence within +-margin by the paired interval if the pairs' mean
     log ratio and its spread stayed as observed (limit + 1 when the observed ratio itself reaches
     the margin; NaN where paired_difference_interval has no interval)."""
@@ -210,7 +212,7 @@ def coefficient_of_variation(values) -> float:
 
 
 def launches_needed(
-    values, half_width: float = 0.05, confidence: float = CONFIDENCE, limit: int = 1000
+    values, half_width: float = 0.05, confidence: float = CONFIDENCE, limit: int = COUNT_LIMIT
 ) -> float:
     """Launches whose t-interval would reach a half-width of `half_width` x mean, at the observed
     spread (NaN with fewer than 2 values; `limit` + 1 when even `limit` would not)."""
@@ -218,10 +220,9 @@ def launches_needed(
     if len(x) < 2 or x.mean() == 0:
         return math.nan
     sd, target = float(x.std(ddof=1)), half_width * abs(float(x.mean()))
-    for n in range(2, limit + 1):
-        if float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n) <= target:
-            return float(n)
-    return float(limit + 1)
+    return _fewest(
+        lambda n: float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n) <= target, limit
+    )
 
 
 def order_trend_p(values, order) -> float:

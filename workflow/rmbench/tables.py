@@ -13,7 +13,7 @@ import pandas as pd
 
 from .cells import parse_params
 from .provenance import host_label
-from .stats import host_cell, launch_hosts, per_row_difference, per_row_median
+from .stats import COUNT_LIMIT, host_cell, launch_hosts, per_row_difference, per_row_median
 
 CELL_KEYS = ["study", "model", "device", "runtime", "params", "launch"]
 
@@ -462,7 +462,7 @@ def _equivalence_cell(r) -> str:
     if r["equivalence"] != "not shown":
         return r["equivalence"]
     n = r["equivalence_launches"]
-    return f"not shown (n={n:.0f})" if n <= 1000 else "not shown"
+    return f"not shown (n={n:.0f})" if n <= COUNT_LIMIT else "not shown"
 
 
 def _paired_cell(r) -> str:
@@ -474,7 +474,7 @@ def _paired_cell(r) -> str:
     interval = f"[{r['paired_lo_pct']:+.1f}, {r['paired_hi_pct']:+.1f}]"
     pairs = f"{r['n_pairs']:.0f} pairs"
     needed = r.get("pairs_for_equivalence", math.nan)
-    if r["paired_equivalence"] == "not shown" and needed <= 1000:
+    if r["paired_equivalence"] == "not shown" and needed <= COUNT_LIMIT:
         pairs += f", {needed:.0f} needed"
     return f"{interval} {r['paired_equivalence']} ({pairs})"
 
@@ -509,19 +509,11 @@ def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.Da
         rows["speedup_paired_lo"] = rows["speedup_paired_hi"] = math.nan
     apart = rows["verdict"].isin(["faster", "slower"])
     rows["statement"] = [
-        f"{variant_label(c)} vs {variant_label(baseline)}: {s:.2f}x"
-        + _interval_text("", lo, hi)
-        + _interval_text("paired by round", paired_lo, paired_hi)
+        f"{variant_label(r.candidate)} vs {variant_label(baseline)}: {r.speedup:.2f}x"
+        + _interval_text("", r.speedup_boot_lo, r.speedup_boot_hi)
+        + _interval_text("paired by round", r.speedup_paired_lo, r.speedup_paired_hi)
         + (", CIs apart" if a else ", CIs overlap")
-        for c, s, lo, hi, paired_lo, paired_hi, a in zip(
-            rows["candidate"],
-            rows["speedup"],
-            rows["speedup_boot_lo"],
-            rows["speedup_boot_hi"],
-            rows["speedup_paired_lo"],
-            rows["speedup_paired_hi"],
-            apart,
-        )
+        for r, a in zip(rows.itertuples(), apart)
     ]
     keep = [k for k in ("model", "device", "set", "runtime") if k in rows]
     columns = ["candidate", "baseline", "speedup", "speedup_boot_lo", "speedup_boot_hi"]
