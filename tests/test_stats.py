@@ -258,6 +258,18 @@ def test_host_label_names_the_processor_its_widest_isa_and_cpus_or_the_gpu():
     assert host_label({}) == ""
 
 
+def test_provenance_records_the_variables_that_turn_onnx_runtimes_telemetry_off(monkeypatch, tmp_path):
+    from rmbench.provenance import ONNXRUNTIME_CI_VARIABLES, provenance
+
+    for name in ONNXRUNTIME_CI_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ORT_DISABLE_TELEMETRY", "0")
+    assert provenance(tmp_path, "cpu")["environment"]["ORT_DISABLE_TELEMETRY"] == "0"
+    assert not set(ONNXRUNTIME_CI_VARIABLES) & set(provenance(tmp_path, "cpu")["environment"])
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")  # ONNX Runtime's own switch, whatever the other says
+    assert provenance(tmp_path, "cpu")["environment"]["GITHUB_ACTIONS"] == "true"
+
+
 def test_launches_from_two_kinds_of_host_are_flagged_in_the_cell_and_its_comparisons():
     from rmbench.tables import group_keys, study_latex, study_table
 

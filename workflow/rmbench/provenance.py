@@ -22,6 +22,23 @@ ENVIRONMENT_VARIABLES = (
     "USE_TORCH",  # "0": transformers was told not to import PyTorch (models.without_torch)
     "ORT_DISABLE_TELEMETRY",  # "1": ONNX Runtime ran no telemetry thread (config: onnxruntime_telemetry)
 )
+# ONNX Runtime 1.30 keeps its telemetry off by itself wherever one of these is set (the names are
+# in its library), whatever ORT_DISABLE_TELEMETRY says: recorded too, so that a launch shows which
+# of the two decided it.
+ONNXRUNTIME_CI_VARIABLES = (
+    "CI",
+    "TF_BUILD",
+    "GITHUB_ACTIONS",
+    "GITLAB_CI",
+    "CIRCLECI",
+    "TRAVIS",
+    "JENKINS_URL",
+    "CODEBUILD_BUILD_ID",
+    "BUILDKITE",
+    "TEAMCITY_VERSION",
+    "APPVEYOR",
+    "BITBUCKET_BUILD_NUMBER",
+)
 
 
 def set_onnxruntime_telemetry(enabled: bool) -> None:
@@ -138,6 +155,8 @@ def provenance(repo: Path, device: str) -> dict:
         "device_name": device_name(device),
         "torch_loaded": torch_loaded,
         "packages": package_versions(),
-        "environment": {k: os.environ[k] for k in ENVIRONMENT_VARIABLES if k in os.environ},
+        "environment": {
+            k: os.environ[k] for k in ENVIRONMENT_VARIABLES + ONNXRUNTIME_CI_VARIABLES if k in os.environ
+        },
         "recorded_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
