@@ -1,11 +1,15 @@
 """The decomposition study's parts: ORT graph levels, torch precisions and freezing, int8
 quantization, the fidelity gate, and the gap and fidelity tables computed by hand."""
 
+import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ROOT
 from rmbench.cells import check_references
 from rmbench.decomposition import (
     POOLED_SET,
@@ -110,10 +114,64 @@ def test_eager_through_onednn_kernels_scores_like_the_reference(tiny_model, refe
         engine(tiny_model, "hf_eager", kernels="mkl")
 
 
+PACKED_LINEAR = {"mkldnn::_linear_pointwise", "mkl::_mkl_linear"}
+
+# One frozen compile in a fresh process, as a launch: the products its linear layers ran.
+LINEAR_KERNELS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from torch.profiler import ProfilerActivity, profile
+from rmbench.runtimes import runtime_class
+options = json.loads(sys.argv[3])
+runtime = runtime_class("torch_compile")(sys.argv[2], None, "cpu", 1, 512, options)
+runtime.load()
+pair = ("Is the sky blue?", "Yes, on a clear day.")
+runtime.score([pair])
+with profile(activities=[ProfilerActivity.CPU]) as prof:
+    score = runtime.score([pair])[0]
+names = sorted({e.key for e in prof.key_averages()} & {"mkldnn::_linear_pointwise", "mkl::_mkl_linear", "aten::addmm", "aten::mm"})
+print(json.dumps({"kernels": names, "score": score, "describe": runtime.describe()}))
+"""
+
+
+def compiled_linear_kernels(tiny_model, tmp_path, **options) -> dict:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LINEAR_KERNELS,
+            str(ROOT / "workflow"),
+            str(tiny_model["model"]),
+            json.dumps(options | {"cache_root": str(tmp_path)}),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def test_torch_compile_with_freezing_scores_like_the_reference(tiny_model, reference, tmp_path):
     runtime = engine(tiny_model, "torch_compile", freezing="on", cache_root=str(tmp_path))
     assert np.allclose(runtime.score(pairs(tiny_model)[:3]), reference[:3], atol=1e-4)
     assert runtime.describe()["freezing"] == "on" and "freezing-on" in runtime.describe()["cache_dir"]
+    # Inductor registered its weight packing at that compile: prepack off would not take effect
+    with pytest.raises(RuntimeError, match="prepack off cannot take effect"):
+        engine(tiny_model, "torch_compile", freezing="on", prepack="off", cache_root=str(tmp_path))
+    with pytest.raises(ValueError, match="prepack off changes what freezing does; give it with freezing on"):
+        engine(tiny_model, "torch_compile", prepack="off", cache_root=str(tmp_path))
+
+
+def test_freezing_packs_the_linear_weights_unless_prepack_is_off(tiny_model, tmp_path):
+    packed = compiled_linear_kernels(tiny_model, tmp_path, freezing="on")
+    unpacked = compiled_linear_kernels(tiny_model, tmp_path, freezing="on", prepack="off")
+    assert set(packed["kernels"]) & PACKED_LINEAR, packed["kernels"]  # oneDNN's or MKL's packed products
+    assert unpacked["kernels"] and not set(unpacked["kernels"]) & PACKED_LINEAR, unpacked["kernels"]
+    assert unpacked["score"] == pytest.approx(packed["score"], abs=1e-4)
+    assert unpacked["describe"]["prepack"] == "off" and unpacked["describe"]["cache_dir"].endswith(
+        "-prepack-off"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -342,6 +400,11 @@ def test_variants_a_runtime_lacks_stop_the_config():
     study["runtimes"] = {"hf_eager": {"variants": [{"head": "fp32"}]}}
     with pytest.raises(RmbenchError, match="give it with precision: bf16"):
         check_variants(config)
+    study["runtimes"] = {"torch_compile": {"variants": [{"freezing": "on", "prepack": "off"}]}}
+    check_variants(config)
+    study["runtimes"] = {"torch_compile": {"variants": [{"prepack": "off"}]}}
+    with pytest.raises(RmbenchError, match="give it with freezing: on"):
+        check_variants(config)
 
 
 def test_steps_name_runtime_and_variant():
@@ -397,17 +460,19 @@ def test_gap_table_attributes_the_eager_to_ort_gap_by_hand():
             summary_row("ort_python graph=all", 50.0, gflops=40.0),
             summary_row("torch_compile freezing=off", 90.0),
             summary_row("torch_compile freezing=on", 80.0),
+            summary_row("torch_compile freezing=on prepack=off", 77.0),
             summary_row("hf_eager precision=fp32 kernels=onednn", 95.0),
         ]
     )
     gap = gap_table(summary, "hf_eager precision=fp32", {"m": ("onnxruntime", 80.0)}).set_index("step")
-    assert list(gap["share_of_gap"].round(2).fillna(-1)) == [-1, 0.6, 0.2, 0.16, 0.04, -1, -1, -1]
+    assert list(gap["share_of_gap"].round(2).fillna(-1)) == [-1, 0.6, 0.2, 0.16, 0.04, -1, -1, -1, -1]
     assert gap.loc["hf_eager precision=fp32 kernels=onednn", "saves_ms"] == 5.0  # against eager
     assert gap.loc["torch_compile freezing=on", "saves_ms"] == 10.0  # against compile without freezing
+    assert gap.loc["torch_compile freezing=on prepack=off", "saves_ms"] == 3.0  # against freezing with it
     assert gap.loc["torch_compile freezing=off", "saves_ms"] == 10.0  # against eager
     assert gap.loc["ort_python graph=all", "fraction_of_ceiling"] == 0.5
     assert gap.loc["ort_python graph=all", "speedup_vs_eager"] == 2.0
-    assert list(gap["path"]) == ["onnxruntime"] * 5 + ["onednn"] + ["torch.compile"] * 2
+    assert list(gap["path"]) == ["onnxruntime"] * 5 + ["onednn"] + ["torch.compile"] * 3
 
 
 def test_gap_table_puts_the_relative_shift_export_after_ort_all():

@@ -240,6 +240,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
         "hf_eager precision=fp32 kernels=onednn",
         "torch_compile freezing=off",
         "torch_compile freezing=on",
+        "torch_compile freezing=on prepack=off",
         "torch_compile freezing=on precision=bf16",
         "torch_compile freezing=on precision=bf16 head=fp32",
         "ort_python graph=disabled",

@@ -92,6 +92,12 @@ def gap_table(
             (baseline, "eager (reference)"),
             ("torch_compile freezing=off", "torch.compile (Inductor)"),
             ("torch_compile freezing=on", "Inductor freezing: weights as constants"),
+            # freezing also swaps every linear layer's kernel for a packed one: without that swap
+            # the step is folding alone
+            (
+                "torch_compile freezing=on prepack=off",
+                "the same on eager's BLAS products (no weight prepacking)",
+            ),
         ],
         # another export of the same model, run at ORT's level all (a control on models without
         # relative attention, whose graph it leaves as it is)

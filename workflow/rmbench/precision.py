@@ -42,7 +42,12 @@ OPTIMIZER_SUFFIX = {"none": "", "transformers": ".opt", "relative_shift": ".rels
 ONNX_OPTIMIZERS = tuple(OPTIMIZER_SUFFIX)
 VARIANT_VALUES = {
     "hf_eager": {"precision": TORCH_PRECISIONS, "head": TORCH_HEADS, "kernels": EAGER_KERNELS},
-    "torch_compile": {"precision": TORCH_PRECISIONS, "head": TORCH_HEADS, "freezing": ("on", "off")},
+    "torch_compile": {
+        "precision": TORCH_PRECISIONS,
+        "head": TORCH_HEADS,
+        "freezing": ("on", "off"),
+        "prepack": ("on", "off"),
+    },
     "ort_python": {
         "precision": ("fp32", "int8"),
         "graph": GRAPH_LEVELS,
@@ -98,6 +103,11 @@ def check_variants(config: dict) -> None:
                 raise RmbenchError(
                     f"studies.decomposition.runtimes.{runtime}: head={variant['head']} keeps the "
                     "reward head out of bf16 autocast; give it with precision: bf16"
+                )
+            if variant.get("prepack", "on") != "on" and variant.get("freezing") != "on":
+                raise RmbenchError(
+                    f"studies.decomposition.runtimes.{runtime}: prepack={variant['prepack']} changes "
+                    "how Inductor's freezing packs the weights; give it with freezing: on"
                 )
             if variant.get("precision") == "int8" and variant.get("optimizer", "none") != "none":
                 raise RmbenchError(

@@ -8,6 +8,9 @@ Options (from the config's runtime options or the cell's parameters):
   distinct lengths reach the compiler;
 - freezing: on | off (default off), Inductor's freezing: weights become constants, so
   computations that depend only on them (DeBERTa's relative-position projections) are folded;
+- prepack: on | off (default on; off only with freezing on): with frozen weights Inductor also
+  repacks each linear layer's weight for a packed kernel (oneDNN's, or MKL's at a fixed batch);
+  off keeps eager's BLAS products, so that folding and the kernel swap are timed apart;
 - precision: fp32 | bf16, and head: same | fp32, as for HF eager (autocast around the compiled
   call; the head's layers outside it);
 - cache: warm | cold. warm keeps Inductor's on-disk cache in `cache_root` across launches; cold
@@ -32,6 +35,15 @@ from .hf_eager import HFEagerRuntime
 DYNAMIC = {"none": None, "true": True, "false": False}
 
 
+def _weight_packing_registered() -> bool:
+    """Whether Inductor has registered its weight-packing passes in this process: it does at the
+    first frozen compile if `cpp.weight_prepack` is set then, and never reads the setting again."""
+    from torch._inductor.fx_passes import mkldnn_fusion
+
+    init = getattr(mkldnn_fusion, "_mkldnn_weight_pack_init", None)  # absent without oneDNN
+    return init is not None and init.cache_info().currsize > 0
+
+
 class TorchCompileRuntime(HFEagerRuntime):
     name = "torch_compile"
 
@@ -45,10 +57,20 @@ class TorchCompileRuntime(HFEagerRuntime):
         self.bucket = int(self.options.get("bucket", 0))
         self.cache = self.choice("cache", ("warm", "cold"), "warm")
         self.freezing = self.choice("freezing", ("on", "off"), "off")
+        self.prepack = self.choice("prepack", ("on", "off"), "on")
+        if self.prepack == "off" and self.freezing != "on":
+            raise ValueError(f"{self.name}: prepack off changes what freezing does; give it with freezing on")
         super().load()
         import torch._inductor.config
 
         torch._inductor.config.freezing = self.freezing == "on"
+        if self.prepack == "off" and _weight_packing_registered():
+            raise RuntimeError(
+                f"{self.name}: prepack off cannot take effect: Inductor registered its weight-packing "
+                "passes at an earlier frozen compile in this process (they register once per process; "
+                "every launch is a fresh one)"
+            )
+        torch._inductor.config.cpp.weight_prepack = self.prepack == "on"
         self.cache_dir = self._cache_dir()
         self.cache_warm = self.cache_dir.is_dir() and any(self.cache_dir.iterdir())
         # Inductor reads the variable when it first needs its cache: at the first compiled call.
@@ -68,6 +90,8 @@ class TorchCompileRuntime(HFEagerRuntime):
         setting = f"{self.mode}-dynamic-{self.dynamic}-bucket-{self.bucket}"
         if self.freezing == "on" or self.precision != "fp32":
             setting += f"-freezing-{self.freezing}-{self.precision}"
+        if self.prepack == "off":
+            setting += "-prepack-off"
         if self.head != "same":
             setting += f"-head-{self.head}"
         return root / f"torch-{self.torch.__version__}" / setting
@@ -147,6 +171,7 @@ class TorchCompileRuntime(HFEagerRuntime):
             "bucket": self.bucket,
             "cache": self.cache,
             "freezing": self.freezing,
+            "prepack": self.prepack,
             "cache_dir": str(self.cache_dir),
             "cache_warm": self.cache_warm,
         }
