@@ -53,10 +53,11 @@ def test_cell_table_of_the_default_config():
     #   (its 4) x 3;
     # concurrency: electra x (ORT-Python 4 variants, native 6, eager 2, fastapi 2, batching
     #   server 4) x 3; decomposition: 2 models x (eager 2 precisions + oneDNN kernels, compile
-    #   without and with freezing + frozen bf16 + its head in fp32, ORT-Python 4 levels + int8 + attention-only int8
-    #   + relative shift, native fp32 + int8 + attention-only int8 + relative shift) x 3
+    #   without and with freezing + frozen without prepacking + frozen bf16 + its head in fp32,
+    #   ORT-Python 4 levels + int8 + attention-only int8 + relative shift, native fp32 + int8 +
+    #   attention-only int8 + relative shift) x 3
     assert per_study == {
-        "decomposition": 2 * (3 + 4 + 7 + 4) * 3,
+        "decomposition": 2 * (3 + 5 + 7 + 4) * 3,
         "concurrency": (4 + 6 + 2 + 2 + 4) * 3,
         "batching": 2 * ((7 + 16 + 7) * 3 + 4 * 6 + 4 * 3) + 2 * (7 + 4) * 3,
         "latency": 2 * (39 + 21) + 2 * 3 * 2 * 3,
