@@ -130,7 +130,13 @@ runtime.score([pair])
 with profile(activities=[ProfilerActivity.CPU]) as prof:
     score = runtime.score([pair])[0]
 names = sorted({e.key for e in prof.key_averages()} & {"mkldnn::_linear_pointwise", "mkl::_mkl_linear", "aten::addmm", "aten::mm"})
-print(json.dumps({"kernels": names, "score": score, "describe": runtime.describe()}))
+other = options | {"prepack": {"on": "off", "off": "on"}[options.get("prepack", "on")]}
+try:  # the other setting, in the same process: Inductor would not take it
+    runtime_class("torch_compile")(sys.argv[2], None, "cpu", 1, 512, other).load()
+    refused = ""
+except RuntimeError as error:
+    refused = str(error)
+print(json.dumps({"kernels": names, "score": score, "describe": runtime.describe(), "other_refused": refused}))
 """
 
 
@@ -156,7 +162,7 @@ def test_torch_compile_with_freezing_scores_like_the_reference(tiny_model, refer
     runtime = engine(tiny_model, "torch_compile", freezing="on", cache_root=str(tmp_path))
     assert np.allclose(runtime.score(pairs(tiny_model)[:3]), reference[:3], atol=1e-4)
     assert runtime.describe()["freezing"] == "on" and "freezing-on" in runtime.describe()["cache_dir"]
-    # Inductor registered its weight packing at that compile: prepack off would not take effect
+    # Inductor set its freezing passes up at that compile: prepack off would not take effect
     with pytest.raises(RuntimeError, match="prepack off cannot take effect"):
         engine(tiny_model, "torch_compile", freezing="on", prepack="off", cache_root=str(tmp_path))
     with pytest.raises(ValueError, match="prepack off changes what freezing does; give it with freezing on"):
@@ -172,6 +178,9 @@ def test_freezing_packs_the_linear_weights_unless_prepack_is_off(tiny_model, tmp
     assert unpacked["describe"]["prepack"] == "off" and unpacked["describe"]["cache_dir"].endswith(
         "-prepack-off"
     )
+    # after a frozen compile the process's setting is fixed: the other one is refused, not ignored
+    assert "prepack off cannot take effect" in packed["other_refused"]
+    assert "prepack on cannot take effect" in unpacked["other_refused"]
 
 
 @pytest.fixture(scope="module")

@@ -35,13 +35,16 @@ from .hf_eager import HFEagerRuntime
 DYNAMIC = {"none": None, "true": True, "false": False}
 
 
-def _weight_packing_registered() -> bool:
-    """Whether Inductor has registered its weight-packing passes in this process: it does at the
-    first frozen compile if `cpp.weight_prepack` is set then, and never reads the setting again."""
-    from torch._inductor.fx_passes import mkldnn_fusion
+def _frozen_prepacking() -> str | None:
+    """Whether this process's frozen compiles prepack weights: Inductor sets up its freezing passes
+    at the first frozen compile, registering the weight packing only if `cpp.weight_prepack` is
+    set then, and never reads the setting again. "on" / "off", or None before any frozen compile."""
+    from torch._inductor.fx_passes import freezing_patterns, mkldnn_fusion
 
+    if not freezing_patterns.lazy_init.cache_info().currsize:
+        return None
     init = getattr(mkldnn_fusion, "_mkldnn_weight_pack_init", None)  # absent without oneDNN
-    return init is not None and init.cache_info().currsize > 0
+    return "on" if init is not None and init.cache_info().currsize else "off"
 
 
 class TorchCompileRuntime(HFEagerRuntime):
@@ -64,11 +67,12 @@ class TorchCompileRuntime(HFEagerRuntime):
         import torch._inductor.config
 
         torch._inductor.config.freezing = self.freezing == "on"
-        if self.prepack == "off" and _weight_packing_registered():
+        settled = _frozen_prepacking()
+        if self.freezing == "on" and settled not in (None, self.prepack):
             raise RuntimeError(
-                f"{self.name}: prepack off cannot take effect: Inductor registered its weight-packing "
-                "passes at an earlier frozen compile in this process (they register once per process; "
-                "every launch is a fresh one)"
+                f"{self.name}: prepack {self.prepack} cannot take effect: an earlier frozen compile in "
+                f"this process set Inductor's freezing passes up with prepacking {settled} (once per "
+                "process; every launch is a fresh one)"
             )
         torch._inductor.config.cpp.weight_prepack = self.prepack == "on"
         self.cache_dir = self._cache_dir()
