@@ -67,14 +67,15 @@ class TorchCompileRuntime(HFEagerRuntime):
         import torch._inductor.config
 
         torch._inductor.config.freezing = self.freezing == "on"
-        settled = _frozen_prepacking()
-        if self.freezing == "on" and settled not in (None, self.prepack):
-            raise RuntimeError(
-                f"{self.name}: prepack {self.prepack} cannot take effect: an earlier frozen compile in "
-                f"this process set Inductor's freezing passes up with prepacking {settled} (once per "
-                "process; every launch is a fresh one)"
-            )
-        torch._inductor.config.cpp.weight_prepack = self.prepack == "on"
+        if self.freezing == "on":  # prepacking is part of freezing: nothing to check without it
+            settled = _frozen_prepacking()
+            if settled not in (None, self.prepack):
+                raise RuntimeError(
+                    f"{self.name}: prepack {self.prepack} cannot take effect: an earlier frozen compile "
+                    f"in this process set Inductor's freezing passes up with prepacking {settled} (once "
+                    "per process; every launch is a fresh one)"
+                )
+            torch._inductor.config.cpp.weight_prepack = self.prepack == "on"
         self.cache_dir = self._cache_dir()
         self.cache_warm = self.cache_dir.is_dir() and any(self.cache_dir.iterdir())
         # Inductor reads the variable when it first needs its cache: at the first compiled call.
