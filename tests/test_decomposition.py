@@ -136,7 +136,8 @@ try:  # the other setting, in the same process: Inductor would not take it
     refused = ""
 except RuntimeError as error:
     refused = str(error)
-print(json.dumps({"kernels": names, "score": score, "describe": runtime.describe(), "other_refused": refused}))
+print(json.dumps({"kernels": names, "score": score, "describe": runtime.describe(), "other_refused": refused,
+                  "compile": runtime.compile_metrics()}))
 """
 
 
@@ -178,6 +179,10 @@ def test_freezing_packs_the_linear_weights_unless_prepack_is_off(tiny_model, tmp
     assert unpacked["describe"]["prepack"] == "off" and unpacked["describe"]["cache_dir"].endswith(
         "-prepack-off"
     )
+    # Inductor's graph cache takes no graph holding packed weights: the launch says so
+    assert packed["compile"]["fxgraph_cache_bypasses"] >= 1, packed["compile"]
+    assert unpacked["compile"]["fxgraph_cache_bypasses"] == 0, unpacked["compile"]
+    assert unpacked["compile"]["fxgraph_cache_misses"] >= 1, unpacked["compile"]  # cached as any graph
     # after a frozen compile the process's setting is fixed: the other one is refused, not ignored
     assert "prepack off cannot take effect" in packed["other_refused"]
     assert "prepack on cannot take effect" in unpacked["other_refused"]

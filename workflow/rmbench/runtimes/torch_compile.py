@@ -14,7 +14,9 @@ Options (from the config's runtime options or the cell's parameters):
 - precision: fp32 | bf16, and head: same | fp32, as for HF eager (autocast around the compiled
   call; the head's layers outside it);
 - cache: warm | cold. warm keeps Inductor's on-disk cache in `cache_root` across launches; cold
-  gives each launch an empty one. Each launch records whether the cache it found held entries.
+  gives each launch an empty one. Each launch records whether the cache it found held entries,
+  and its graphs' cache hits, misses and bypasses: Inductor caches no graph that holds prepacked
+  weights (oneDNN's or MKL's), so a frozen compile with prepacking compiles in full even on a warm cache.
 
 Every call is checked for a compilation (Dynamo's frame counter), so a launch reports the first
 call's compile time, recompiles, graph breaks and the latency of rows that hit a shape-cache miss.
@@ -131,6 +133,7 @@ class TorchCompileRuntime(HFEagerRuntime):
             "graph_breaks": sum(counters["graph_break"].values()),
             "fxgraph_cache_hits": counters["inductor"]["fxgraph_cache_hit"],
             "fxgraph_cache_misses": counters["inductor"]["fxgraph_cache_miss"],
+            "fxgraph_cache_bypasses": counters["inductor"]["fxgraph_cache_bypass"],
             "cache_warm": int(self.cache_warm),
         }
 
