@@ -51,6 +51,30 @@ ADVERSARIAL = [
 ]
 
 
+def tie_pairs(count: int = 300, seed: int = 37) -> list[tuple[str, str]]:
+    """Seeded text where unigram segmentations tie: digit groups after separators ("15,000"
+    as "0 00" or "00 0"), repeated letters, digit and punctuation runs, mixed scripts."""
+    import random
+
+    rng = random.Random(seed)
+    letters = ["sss", "Mississippi", "aaaa", "ssss", "hmmmm", "noooo", "zzzz", "Tennessee", "bookkeeper"]
+    runs = ["!!!", "...", "----", "???", "0000", "1111", "000000", "))))", "''''", ",,,"]
+    scripts = ["東京2020年", "Привет000", "αβγ,000", "١٢٣,٠٠٠", "€1.000,00", "naïve000", "日本語sss"]
+
+    def number() -> str:
+        n = rng.choice([15_000, 1_000_000, 2_500_000, 10**9, 7_777_777, rng.randint(1_000, 10**8)])
+        european = f"{n:,}".replace(",", ".") + f",{rng.randint(0, 99):02d}"
+        return rng.choice([f"${n:,}", f"{n:,}", f"{n:,.2f}", european, f"{n:_}", f"{n}"])
+
+    def text() -> str:
+        kinds = (number, lambda: rng.choice(letters), lambda: rng.choice(runs), lambda: rng.choice(scripts))
+        words = [rng.choice(kinds)() for _ in range(rng.randint(3, 12))]
+        glue = "".join(rng.choice("0123456789,.-/:sS") for _ in range(rng.randint(0, 20)))
+        return " ".join(words + [glue])
+
+    return [(text(), text()) for _ in range(count)]
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     """A tiny real ELECTRA-architecture reward model folder with its ONNX export and rows."""
@@ -106,3 +130,28 @@ def tokenizers(tmp_path_factory, tiny_model):
         root / "spm.model",
     )
     return {"electra": tiny_model["model"], "deberta": root / "deberta"}
+
+
+@pytest.fixture(scope="session")
+def config_deberta_tokenizers(tmp_path_factory):
+    """DeBERTa's tokenizer as the default config and the smoke profile train it (the schema's
+    defaults filled in), with the functions the pipeline's tokenizer rules call."""
+    import yaml
+    from rmbench.models import build_tokenizer, train_sentencepiece
+    from rmbench.synthetic import generate_split
+    from snakemake.utils import validate
+
+    root = tmp_path_factory.mktemp("config-tokenizers")
+    smoke = yaml.safe_load((ROOT / "workflow/profiles/smoke/experiment.yaml").read_text())
+    folders = {}
+    for name, overlay in (("default", {}), ("smoke", smoke.get("tokenizers", {}))):
+        config = yaml.safe_load((ROOT / "config.yaml").read_text())
+        config["tokenizers"] = config.get("tokenizers", {}) | overlay
+        validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"))
+        cfg = config["tokenizers"]
+        dialogues = generate_split(cfg["spm_seed"], cfg["spm_corpus_rows"])
+        lines = [turn for d in dialogues for turn in d["chosen"].split("\n\n") if turn]
+        train_sentencepiece(lines, root / f"{name}.model", cfg["spm_vocab_size"], cfg["spm_seed"])
+        build_tokenizer(config["models"]["deberta"], root / name, root / f"{name}.model")
+        folders[name] = root / name
+    return folders

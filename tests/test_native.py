@@ -6,10 +6,10 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import ADVERSARIAL, ROOT
+from conftest import ADVERSARIAL, ROOT, tie_pairs
 from rmbench.batching import make_batches, padding_waste
 from rmbench.data import sample_rows, split_dialogue
-from rmbench.export import reference_scores
+from rmbench.export import first_difference, reference_scores, token_mismatch
 from rmbench.models import load_tokenizer
 from rmbench.runtimes.native import NativeError, NativeRuntime
 from rmbench.synthetic import generate_split
@@ -64,6 +64,68 @@ def test_token_ids_match_the_hf_tokenizer(binary, tokenizers, kind, which):
         else []
     )
     assert follows_sentencepiece == expected
+
+
+def tie_folders(tokenizers, config_deberta_tokenizers) -> dict:
+    return {
+        "electra": tokenizers["electra"],
+        "deberta-test": tokenizers["deberta"],
+        "deberta-default": config_deberta_tokenizers["default"],
+        "deberta-smoke": config_deberta_tokenizers["smoke"],
+    }
+
+
+@pytest.mark.parametrize("which", ["electra", "deberta-test", "deberta-default", "deberta-smoke"])
+@pytest.mark.parametrize("word_cache", [10000, 0])
+def test_token_ids_match_hf_where_segmentations_tie(
+    binary, tokenizers, config_deberta_tokenizers, which, word_cache
+):
+    """Id for id with the fast tokenizer on text built to tie, word by word and whole."""
+    folder = tie_folders(tokenizers, config_deberta_tokenizers)[which]
+    pairs = tie_pairs()
+    fast = load_tokenizer(folder)
+    native = native_tokens(binary, folder, pairs, word_cache=word_cache)
+    for (p, r), got in zip(pairs, native, strict=True):
+        want = fast(p, r, truncation=True, max_length=512)["input_ids"]
+        assert got["input_ids"] == want, (which, p, r, first_difference(got["input_ids"], want))
+
+
+@pytest.mark.parametrize("which", ["deberta-test", "deberta-default", "deberta-smoke"])
+def test_tie_corpus_holds_ties_that_sentencepiece_breaks_otherwise(
+    tokenizers, config_deberta_tokenizers, which
+):
+    """The corpus above tests something: libsentencepiece itself (its Python binding, the
+    engine's old path) segments some of its rows differently from Hugging Face."""
+    import sentencepiece
+
+    folder = tie_folders(tokenizers, config_deberta_tokenizers)[which]
+    spm = sentencepiece.SentencePieceProcessor(model_file=str(folder / "spm.model"))
+    fast = load_tokenizer(folder)
+    texts = [t for pair in tie_pairs() for t in pair]
+    differ = sum(spm.encode(t) != fast(t, add_special_tokens=False)["input_ids"] for t in texts)
+    assert differ >= 10, differ
+
+
+def test_parity_gate_names_the_row_and_first_differing_token(tokenizers):
+    """What the gate reports for a row whose ids differ: here libsentencepiece's own ids, which
+    break a tie otherwise, against the fast tokenizer's."""
+    import sentencepiece
+
+    spm = sentencepiece.SentencePieceProcessor(model_file=str(tokenizers["deberta"] / "spm.model"))
+    fast = load_tokenizer(tokenizers["deberta"])
+    text = next(
+        t
+        for pair in tie_pairs()
+        for t in pair
+        if spm.encode(t) != fast(t, add_special_tokens=False)["input_ids"]
+    )
+    got, want = spm.encode(text), fast(text, add_special_tokens=False)["input_ids"]
+    at = first_difference(got, want)
+    assert got[:at] == want[:at] and got[at] != want[at]
+    message = token_mismatch(fast, "main60:17", got, want)
+    assert message.startswith(f"main60:17 from token {at}: native '{fast.convert_ids_to_tokens(got[at])}")
+    assert token_mismatch(fast, "main60:17", want, want) is None
+    assert first_difference([1, 2], [1, 2, 3]) == 2
 
 
 def test_sentencepiece_word_cache_changes_no_id(binary, tokenizers, tmp_path):

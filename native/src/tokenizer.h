@@ -79,4 +79,8 @@ std::unique_ptr<Tokenizer> make_sentencepiece(const std::string& spm_model, size
 // any run of spaces into one word boundary. False for a spec it cannot read.
 bool sentencepiece_splits_on_spaces(std::string_view model_proto);
 
+// Whether a SentencePiece model is a unigram model (Hugging Face's converter makes it a Unigram
+// model, whose segmentation the native tokenizer follows). False for a spec it cannot read.
+bool sentencepiece_is_unigram(std::string_view model_proto);
+
 }  // namespace rmscore

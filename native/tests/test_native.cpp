@@ -115,6 +115,10 @@ static void test_sentencepiece_spec() {
   CHECK(!sentencepiece_splits_on_spaces(message_field(2, varint_field(3, 3))));   // a word model
   CHECK(!sentencepiece_splits_on_spaces(message_field(3, varint_field(4, 0))));   // keeps extra spaces
   CHECK(!sentencepiece_splits_on_spaces(std::string("\x12\x7f")));                // truncated
+  CHECK(sentencepiece_is_unigram(""));                                           // the default type
+  CHECK(sentencepiece_is_unigram(message_field(2, varint_field(3, 1))));
+  CHECK(!sentencepiece_is_unigram(message_field(2, varint_field(3, 2))));  // BPE: the library's ids
+  CHECK(!sentencepiece_is_unigram(std::string("\x12\x7f")));
 }
 
 static void test_word_cache() {

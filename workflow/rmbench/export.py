@@ -202,6 +202,27 @@ def reference_scores(model_dir: Path, rows: list[dict], threads: int) -> list[fl
     return scores
 
 
+def first_difference(got: list[int], want: list[int]) -> int | None:
+    """The first position where two id lists differ (the shorter one's length if one is a
+    prefix of the other), or None where they are equal."""
+    if got == want:
+        return None
+    return next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+
+
+def token_mismatch(tokenizer, row_name: str, got: list[int], want: list[int]) -> str | None:
+    """Where the native ids of one row depart from the HF tokenizer's, in words: the row, the
+    first differing position, and the pieces there on both sides."""
+    at = first_difference(got, want)
+    if at is None:
+        return None
+
+    def pieces(ids):
+        return " ".join(tokenizer.convert_ids_to_tokens(ids[at : at + 3])) or "(end)"
+
+    return f"{row_name} from token {at}: native {pieces(got)!r}, HF {pieces(want)!r}"
+
+
 def native_parity_report(
     runtime, rows_by_set: dict, reference: list[float], tolerance: float, batch_size: int
 ) -> dict:
@@ -214,8 +235,9 @@ def native_parity_report(
         native = runtime.encodings(pairs)
         for row, (p, r), got in zip(rows, pairs, native, strict=True):
             want = tokenizer(p, r, truncation=True, max_length=runtime.max_length)["input_ids"]
-            if got["input_ids"] != want:
-                token_mismatches.append(f"{name}:{row['id']}")
+            mismatch = token_mismatch(tokenizer, f"{name}:{row['id']}", got["input_ids"], want)
+            if mismatch:
+                token_mismatches.append(mismatch)
     main = rows_by_set["main60"]
     pairs = [(r["prompt"], r["response"]) for r in main]
     ref = np.asarray(reference)
@@ -242,8 +264,8 @@ def native_parity_report(
 def check_native_parity(report: dict) -> None:
     if report["token_mismatches"]:
         raise ParityError(
-            f"native tokenizer disagrees with the HF tokenizer on {len(report['token_mismatches'])} rows, "
-            f"e.g. {', '.join(report['token_mismatches'][:5])}"
+            f"native tokenizer disagrees with the HF tokenizer on {len(report['token_mismatches'])} rows; "
+            + "; ".join(report["token_mismatches"][:5])
         )
     if not report["passed"]:
         raise ParityError(
