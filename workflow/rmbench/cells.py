@@ -27,18 +27,25 @@ def parse_params(text: str) -> dict:
     return params
 
 
-def study_groups(study: dict) -> list[tuple[str, list[str], list[str], dict]]:
-    """(runtime, sets, devices, launch counts) for one study: every runtime on the study's sets,
-    then the replication's runtimes on the replication's sets, devices and launch counts."""
+def study_groups(study: dict) -> list[tuple[str, list[str], list[str], dict, dict]]:
+    """(runtime, sets, devices, launch counts, launch caps) for one study: every runtime on the
+    study's sets, then the replication's runtimes on the replication's sets, devices and counts."""
     groups = [
-        (runtime, study["sets"], cfg.get("devices") or study["devices"], cfg["launches"])
+        (
+            runtime,
+            study["sets"],
+            cfg.get("devices") or study["devices"],
+            cfg["launches"],
+            cfg.get("cap") or {},
+        )
         for runtime, cfg in study["runtimes"].items()
     ]
     replicate = study.get("replicate")
     if replicate:
         launches = {"cpu": 3, "cuda": 5} | (replicate.get("launches") or {})
         devices = [d for d in study["devices"] if d in replicate.get("devices", study["devices"])]
-        groups += [(runtime, replicate["sets"], devices, launches) for runtime in replicate["runtimes"]]
+        cap = replicate.get("cap") or {}
+        groups += [(runtime, replicate["sets"], devices, launches, cap) for runtime in replicate["runtimes"]]
     return groups
 
 
@@ -53,18 +60,22 @@ def runtime_variants(study: dict, runtime: str, device: str) -> list[dict]:
 
 
 def study_cells(name: str, study: dict) -> list[dict]:
-    """model x device x runtime x set x variant x launch for one study.
+    """model x device x runtime x set x variant x launch for one study, every launch up to the
+    cell's cap; `minimum` is the launches it always runs (the rest run while its block's
+    comparisons stay undecided, see rmbench.sequential).
 
     A variant is a dict of extra parameters (e.g. zero_copy~off) that ends up in <params>.
     """
     cells = []
     for model in study["models"]:
-        for runtime, sets, devices, launches in study_groups(study):
+        for runtime, sets, devices, launches, caps in study_groups(study):
             for device in devices:
+                minimum = launches[device]
+                cap = max(minimum, caps.get(device, minimum))
                 for set_name in sets:
                     for variant in runtime_variants(study, runtime, device):
                         params = format_params({"set": set_name} | variant)
-                        for launch in range(1, launches[device] + 1):
+                        for launch in range(1, cap + 1):
                             cells.append(
                                 {
                                     "study": name,
@@ -73,6 +84,8 @@ def study_cells(name: str, study: dict) -> list[dict]:
                                     "runtime": runtime,
                                     "params": params,
                                     "launch": launch,
+                                    "minimum": minimum,
+                                    "cap": cap,
                                 }
                             )
     return cells
@@ -112,7 +125,7 @@ def launch_priorities(cells: list[dict], seed: int) -> dict[str, int]:
 
 
 def cell_table(config: dict) -> list[dict]:
-    """Every cell launch the config asks for, each with its result path."""
+    """Every cell launch the config may ask for (up to each cell's cap), each with its result path."""
     cells = []
     for name, study in config["studies"].items():
         if study.get("enabled", True):

@@ -14,6 +14,21 @@ rule launch_table:
         "../scripts/launch_table.py"
 
 
+rule sequential_table:
+    """Each sequential block's comparisons at its last look: decided (a difference or a tie) or
+    undecided at the cap, with the launches they took."""
+    input:
+        study_looks,
+    output:
+        "results/tables/{study}/sequential.csv",
+    log:
+        "results/logs/tables/{study}_sequential.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/sequential_table.py"
+
+
 rule study_stats:
     input:
         "results/tables/{study}/launches.csv",

@@ -61,3 +61,21 @@ use rule cell as gpu_cell with:
         runtime=CELL_RUNTIME_MIN,
         gpu=1,
         gpu_manufacturer="nvidia",
+
+
+# A look at a block's launches (rmbench.sequential): which comparisons are decided, and which
+# cells get more launches. A checkpoint, so that the launches it asks for join the DAG.
+checkpoint sequential_look:
+    input:
+        look_inputs,
+    output:
+        LOOK_PATH,
+    log:
+        "results/logs/sequential/{study}/{model}/{device}/{set}/look~{look}.log",
+    priority: look_priority
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        settings=look_settings,
+    script:
+        "../scripts/sequential_look.py"

@@ -1,4 +1,5 @@
 # Config validation, the cell table and the input functions every stage shares.
+import json
 import os
 import re
 import shutil
@@ -31,6 +32,7 @@ from rmbench.precision import (
     timed_settings,
 )
 from rmbench.provenance import set_onnxruntime_telemetry
+from rmbench.sequential import LOOK_PATH, cell_key
 from rmbench.runtimes import runtime_class
 from rmbench.tables import LANGUAGE_PAIR, STUDIES, step_name
 
@@ -42,8 +44,11 @@ check_variants(config)
 # process unless the config asks for one.
 set_onnxruntime_telemetry(config["onnxruntime_telemetry"])
 
-CELLS = cell_table(config)
-PRIORITIES = launch_priorities(CELLS, config["launch"]["order_seed"])
+# Every launch up to each cell's cap; CELLS are the launches every run makes (each cell's
+# minimum), the rest run only while their block's comparisons stay undecided (SEQUENTIAL_BLOCKS).
+ALL_LAUNCHES = cell_table(config)
+CELLS = [cell for cell in ALL_LAUNCHES if cell["launch"] <= cell["minimum"]]
+PRIORITIES = launch_priorities(ALL_LAUNCHES, config["launch"]["order_seed"])
 # Data, models, exports, builds and gates run before any launch, so that every runtime's
 # launches become ready together and can take turns.
 SETUP_PRIORITY = len(PRIORITIES) + 1
@@ -163,6 +168,8 @@ def study_outputs():
     outputs = []
     for study in enabled_studies():
         outputs += [f"paper/tables/{study}.tex", f"paper/tables/{study}.csv"]
+        if any(block[0] == study for block in SEQUENTIAL_BLOCKS):
+            outputs.append(f"results/tables/{study}/sequential.csv")
     if "latency" in enabled_studies():
         outputs.append("paper/figures/latency.pdf")
         if {"native", "ort_python"} <= set(config["studies"]["latency"]["runtimes"]):
@@ -473,14 +480,110 @@ def all_cores(wildcards):
     return workflow.cores
 
 
+def sequential_blocks():
+    """The blocks with a cell whose cap is above its minimum: {block: {cell key: launch 1}}."""
+    blocks = {}
+    for cell in ALL_LAUNCHES:
+        if cell["launch"] == 1:
+            blocks.setdefault(comparison_block(cell), {})[cell_key(cell)] = cell
+    return {
+        block: cells
+        for block, cells in blocks.items()
+        if any(c["cap"] > c["minimum"] for c in cells.values())
+    }
+
+
+SEQUENTIAL_BLOCKS = sequential_blocks()
+
+
+def block_wildcards(block):
+    return dict(zip(("study", "model", "device", "set"), block))
+
+
+def look_decision_file(block, look):
+    """A look's decision, made first if it is not there (a checkpoint: the DAG grows from it)."""
+    job = checkpoints.sequential_look.get(**block_wildcards(block), look=look)
+    with open(job.output[0]) as f:
+        return json.load(f)
+
+
+def launch_counts(block, look):
+    """Each cell's launches at a look: its minimum, plus `step` for each earlier look that
+    left one of its comparisons undecided (up to its cap)."""
+    cells = SEQUENTIAL_BLOCKS[block]
+    step = config["launch"]["sequential"]["step"]
+    counts = {key: cell["minimum"] for key, cell in cells.items()}
+    for earlier in range(1, look):
+        for key in look_decision_file(block, earlier)["extend"]:
+            counts[key] = min(cells[key]["cap"], counts[key] + step)
+    return counts
+
+
+def final_look(block):
+    """The look after which no cell of the block gets more launches."""
+    look = 1
+    while look_decision_file(block, look)["extend"]:
+        look += 1
+    return look
+
+
+def block_launch_paths(block, counts):
+    cells = SEQUENTIAL_BLOCKS[block]
+    return [
+        CELL_PATH.format(**cells[key] | {"launch": launch})
+        for key in cells
+        for launch in range(1, counts[key] + 1)
+    ]
+
+
+def look_inputs(wildcards):
+    """A look's launches: those the earlier looks asked for."""
+    block = tuple(wildcards[k] for k in ("study", "model", "device", "set"))
+    return block_launch_paths(block, launch_counts(block, int(wildcards.look)))
+
+
+def look_settings(wildcards):
+    block = tuple(wildcards[k] for k in ("study", "model", "device", "set"))
+    return {
+        "baseline": study_baseline(wildcards.study),
+        "limits": {k: [c["minimum"], c["cap"]] for k, c in SEQUENTIAL_BLOCKS[block].items()},
+        "margin": config["stats"]["equivalence_margin"],
+    } | config["launch"]["sequential"]
+
+
+def look_priority(wildcards):
+    """Right after its block's launches, before the next block's."""
+    block = tuple(wildcards[k] for k in ("study", "model", "device", "set"))
+    return max(PRIORITIES[c["path"]] for c in ALL_LAUNCHES if comparison_block(c) == block)
+
+
+def study_launches(study):
+    """A study's launches: every cell's minimum, and in sequential blocks the launches their
+    looks added."""
+    paths = [
+        cell["path"]
+        for cell in CELLS
+        if cell["study"] == study and comparison_block(cell) not in SEQUENTIAL_BLOCKS
+    ]
+    for block in SEQUENTIAL_BLOCKS:
+        if block[0] == study:
+            paths += block_launch_paths(block, launch_counts(block, final_look(block)))
+    return paths
+
+
+def study_looks(wildcards):
+    """The final look of each sequential block of a study (its decisions)."""
+    return [
+        LOOK_PATH.format(**block_wildcards(block), look=final_look(block))
+        for block in SEQUENTIAL_BLOCKS
+        if block[0] == wildcards.study
+    ]
+
+
 def study_cells(wildcards):
-    return [cell["path"] for cell in CELLS if cell["study"] == wildcards.study]
+    return study_launches(wildcards.study)
 
 
 def language_cells(wildcards):
     """The latency launches of the language table's two runtimes (their per-row latencies)."""
-    return [
-        cell["path"]
-        for cell in CELLS
-        if cell["study"] == "latency" and cell["runtime"] in LANGUAGE_PAIR
-    ]
+    return [path for path in study_launches("latency") if path.split("/")[5] in LANGUAGE_PAIR]

@@ -17,21 +17,24 @@ from rmbench.gemm_bench import run_gemm_launch
 from rmbench.glue import logged, read_json, write_json
 from rmbench.launch import run_launch
 from rmbench.models import without_torch
+from rmbench.progress import launch_progress
 from rmbench.provenance import provenance
 from rmbench.runtimes import spare_torch_import
 from rmbench.tokenizer_bench import run_tokenizer_launch
 
+w = snakemake.wildcards
+cell = {
+    "study": w.study,
+    "model": w.model,
+    "device": w.device,
+    "runtime": w.runtime,
+    "params": w.params,
+    "launch": int(w.launch),
+}
+print(launch_progress(snakemake.config, cell, Path(".")), flush=True)  # on the terminal, before the log
+
 with logged(snakemake.log[0]):
     started_at = time.time()  # the order launches actually ran in (see launch.order_seed)
-    w = snakemake.wildcards
-    cell = {
-        "study": w.study,
-        "model": w.model,
-        "device": w.device,
-        "runtime": w.runtime,
-        "params": w.params,
-        "launch": int(w.launch),
-    }
     settings = dict(snakemake.params.settings)
     binary = snakemake.input.get("binary")
     if w.study == "gemm":

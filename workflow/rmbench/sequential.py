@@ -1,0 +1,164 @@
+"""Sequential launches: a block runs its launches in looks and stops once its comparisons are decided.
+
+A block (cells.comparison_block) starts with each cell's minimum launches. At each look every
+comparison the block's table reports against its baseline (and the language pair) is one of:
+
+- a difference: the two cells' intervals do not overlap;
+- a tie: the interval of the relative difference, paired by launch round, lies within the
+  equivalence margin (two one-sided tests);
+- undecided: neither. Its cells get `step` more launches, up to their cap.
+
+The error rate stays honest under repeated looks by fixing the number of looks in advance and
+splitting alpha between them (Bonferroni): with K looks, each look tests at alpha / K, so the
+chance that any look calls a difference where there is none stays at or below alpha. This is
+the simplest group-sequential design (Jennison and Turnbull, Group Sequential Methods with
+Applications to Clinical Trials, 2000, ch. 1), conservative next to alpha-spending bounds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from .stats import (
+    equivalence_verdict,
+    latency_verdict,
+    launch_pairs,
+    paired_difference_interval,
+    t_interval,
+)
+from .tables import LANGUAGE_PAIR, STUDIES, compared_metrics, group_keys, launch_row
+
+LOOK_PATH = "results/sequential/{study}/{model}/{device}/{set}/look~{look}.json"
+DECISIONS = ("difference", "tie", "undecided")
+
+
+def look_counts(minimum: int, cap: int, step: int) -> list[int]:
+    """The launch count of a cell at each look where it stays undecided: minimum, +step, ..., cap."""
+    counts = [minimum]
+    while counts[-1] < cap:
+        counts.append(min(cap, counts[-1] + step))
+    return counts
+
+
+def block_looks(limits: dict[str, tuple[int, int]], step: int) -> int:
+    """How many looks a block plans (K): the most any of its cells (min, cap) can take."""
+    return max(len(look_counts(lo, cap, step)) for lo, cap in limits.values())
+
+
+def decide(candidate: pd.Series, baseline: pd.Series, looks: int, alpha: float, margin: float) -> str:
+    """One comparison at one look, each side a metric by launch number (lower is better)."""
+    level = alpha / looks
+    if len(candidate) < 2 or len(baseline) < 2:
+        return "undecided"
+    confidence = 1 - level
+    verdict = latency_verdict(t_interval(candidate, confidence), t_interval(baseline, confidence))
+    if verdict in ("faster", "slower"):
+        return "difference"
+    # TOST at level alpha / K: the (1 - 2 alpha / K) interval inside the margin.
+    lo, hi = paired_difference_interval(*launch_pairs(candidate, baseline), confidence=1 - 2 * level)
+    return "tie" if equivalence_verdict(lo, hi, margin) == "equivalent" else "undecided"
+
+
+def cell_key(cell: dict) -> str:
+    """A cell of a block by name: runtime and parameters."""
+    return f"{cell['runtime']}/{cell['params']}"
+
+
+def block_launches(paths: list[str | Path]) -> pd.DataFrame:
+    """The block's launches as launch_table rows, each with its cell's key."""
+    rows = []
+    for path in paths:
+        record = json.loads(Path(path).read_text())
+        rows.append(launch_row(record) | {"cell_key": cell_key(record["cell"])})
+    return pd.DataFrame(rows)
+
+
+def comparisons(table: pd.DataFrame, study: str, baseline: str) -> list[tuple[str, str]]:
+    """The (candidate, baseline) cell keys whose verdicts the block's tables report: every cell
+    against the study's baseline within its group, and for latency the language pair."""
+    between = STUDIES[study]["between"]
+    keys = [k for k in group_keys(study) if k in table]
+    pairs = []
+    for _, group in table.groupby(keys, sort=True):
+        cells = dict(zip(group[between], group["cell_key"]))
+        if baseline in cells:
+            pairs += [(cells[name], cells[baseline]) for name in sorted(cells) if name != baseline]
+        native, python = LANGUAGE_PAIR
+        if study == "latency" and native in cells and python in cells and baseline not in (native, python):
+            pairs.append((cells[native], cells[python]))
+    return pairs
+
+
+def look_decision(
+    table: pd.DataFrame,
+    study: str,
+    baseline: str,
+    limits: dict[str, tuple[int, int]],
+    look: int,
+    step: int,
+    alpha: float,
+    margin: float,
+) -> dict:
+    """The decision file of one look: every comparison's state, and the cells to extend (those
+    of an undecided comparison with an ok launch, below their cap)."""
+    looks = block_looks(limits, step)
+    metric = compared_metrics(study)[0]
+    ok = table[table["status"] == "ok"]
+    values = {key: g.set_index("launch")[metric].sort_index() for key, g in ok.groupby("cell_key")}
+    launched = table.groupby("cell_key")["launch"].max().to_dict()
+    empty = pd.Series(dtype=float)
+    rows, extend = [], set()
+    for cand, base in comparisons(table, study, baseline):
+        a, b = values.get(cand, empty), values.get(base, empty)
+        decision = decide(a, b, looks, alpha, margin)
+        rows.append(
+            {"candidate": cand, "baseline": base, "metric": metric, "n_candidate": len(a)}
+            | {"n_baseline": len(b), "decision": decision}
+        )
+        if decision == "undecided":
+            extend |= {k for k in (cand, base) if k in values and launched[k] < limits[k][1]}
+    return {
+        "study": study,
+        "look": look,
+        "looks": looks,
+        "alpha": alpha,
+        "confidence_per_look": 1 - alpha / looks,
+        "launches": {k: int(n) for k, n in sorted(launched.items())},
+        "comparisons": rows,
+        "extend": sorted(extend) if look < looks else [],
+    }
+
+
+def progress_line(decision: dict) -> str:
+    """What a person reads after each look: how far the block is and what comes next."""
+    settled = sum(r["decision"] != "undecided" for r in decision["comparisons"])
+    if decision["extend"]:
+        state = f"{len(decision['extend'])} cells get more launches"
+    elif settled < len(decision["comparisons"]):
+        state = "block done, the rest undecided at the cap"
+    else:
+        state = "block done"
+    return (
+        f"look {decision['look']} of at most {decision['looks']}: "
+        f"{sum(decision['launches'].values())} launches, {settled} of {len(decision['comparisons'])} "
+        f"comparisons settled; {state}"
+    )
+
+
+def decisions_table(look_files: list[str | Path]) -> pd.DataFrame:
+    """Each block's comparisons at its last look, with the block, the look and its level."""
+    rows = []
+    for path in look_files:
+        decision = json.loads(Path(path).read_text())
+        block = dict(zip(("model", "device", "set"), Path(path).parts[-4:-1]))
+        for comparison in decision["comparisons"]:
+            rows.append(
+                block
+                | comparison
+                | {"look": decision["look"], "looks": decision["looks"]}
+                | {"confidence_per_look": decision["confidence_per_look"]}
+            )
+    return pd.DataFrame(rows)
