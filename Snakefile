@@ -29,6 +29,13 @@ rule all:
         ["results/notebook/analysis.ipynb"] if figure_studies() else [],
 
 
+rule extended:
+    """The studies past the paper (decomposition, int8 sweep, GEMM ceiling and roofline, batch
+    profiles): under the extended profile, whose `all` includes them too."""
+    input:
+        extended_outputs,
+
+
 rule paper:
     """Regenerates the paper's tables, figures and quoted numbers from the recorded launches (no
     benchmark reruns unless a launch is missing), and the PDF where latexmk exists."""

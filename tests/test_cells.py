@@ -27,12 +27,20 @@ def test_params_roundtrip_and_bad_values():
         parse_params("main60")
 
 
-def test_cell_table_of_the_default_config():
-    from snakemake.utils import validate
+def tier_config(extended: bool) -> dict:
+    """config.yaml (the paper tier), with the extended profile's overlay on top where asked."""
+    from snakemake.utils import update_config, validate
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    if extended:
+        update_config(
+            config, yaml.safe_load((ROOT / "workflow/profiles/extended/experiment.yaml").read_text())
+        )
     validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"))
-    cells = cell_table(config)
+    return config
+
+
+def launches_per_study(cells: list[dict]) -> dict[str, int]:
     studies = (
         "latency",
         "tokenizer",
@@ -43,7 +51,43 @@ def test_cell_table_of_the_default_config():
         "concurrency",
         "decomposition",
     )
-    per_study = {s: sum(c["study"] == s for c in cells) for s in studies}
+    return {s: sum(c["study"] == s for c in cells) for s in studies}
+
+
+def test_cell_table_of_the_paper_tier():
+    config = tier_config(extended=False)
+    assert config["tier"] == "paper"
+    cells = cell_table(config)
+    # Every launch up to each cell's cap. latency: 2 models x (cpu: 3 eager + 3 compile + 3
+    #   fastapi + ort and native 3 each, up to 9; cuda: 5 + 3 + 3 + 5 + 5), replicated on rep60a
+    #   and rep60b x (eager, native) x 3 cpu launches; tokenizer: 2 models x 4 tokenizers x 3;
+    #   zerocopy: deberta x 2 variants x 3; compile: 2 models x 3 variants x 2; batching: 2 models
+    #   x (4 variants x (native + eager) x 3 + eager's 4 GPU variants x 3); concurrency: electra x
+    #   (native 4 variants, fastapi 2, batching server 2) x 3. No study past the paper.
+    assert launches_per_study(cells) == {
+        "latency": 2 * ((3 + 3 + 3 + 9 + 9) + (5 + 3 + 3 + 5 + 5)) + 2 * 2 * 2 * 3,
+        "tokenizer": 24,
+        "zerocopy": 6,
+        "compile": 12,
+        "gemm": 0,
+        "batching": 2 * (4 * 2 * 3 + 4 * 3),
+        "concurrency": (4 + 2 + 2) * 3,
+        "decomposition": 0,
+    }
+    # what every run makes: each cell's minimum (the language pair's 6 more per cell run only
+    # while its comparisons stay undecided)
+    assert (
+        sum(c["launch"] <= c["minimum"] and c["device"] == "cpu" for c in cells) == 54 + 24 + 6 + 12 + 48 + 24
+    )
+    assert cells[0]["path"] == "results/cells/latency/deberta/cpu/hf_eager/set~main60/launch~1.json"
+    assert len({c["path"] for c in cells}) == len(cells)
+    assert not config["quantization_sweep"]["models"] and not config["fidelity"]["sets"]
+
+
+def test_cell_table_of_the_extended_tier():
+    config = tier_config(extended=True)
+    assert config["tier"] == "extended"
+    cells = cell_table(config)
     # latency: 2 models x (cpu: 3 eager + 3 compile + 3 fastapi + 15 ort + 15 native,
     #   cuda: 5 + 3 + 3 + 5 + 5), replicated on 3 sets x (eager, native) x 3 cpu launches;
     # tokenizer: 2 models x 4 tokenizers x 5; zerocopy: deberta x 2 variants x 5;
@@ -56,7 +100,7 @@ def test_cell_table_of_the_default_config():
     #   without and with freezing + frozen without prepacking + frozen bf16 + its head in fp32,
     #   ORT-Python 4 levels + int8 + attention-only int8 + relative shift, native fp32 + int8 +
     #   attention-only int8 + relative shift) x 3
-    assert per_study == {
+    assert launches_per_study(cells) == {
         "decomposition": 2 * (3 + 5 + 7 + 4) * 3,
         "concurrency": (4 + 6 + 2 + 2 + 4) * 3,
         "batching": 2 * ((7 + 16 + 7) * 3 + 4 * 6 + 4 * 3) + 2 * (7 + 4) * 3,
@@ -66,7 +110,6 @@ def test_cell_table_of_the_default_config():
         "compile": 2 * 6 * 2,
         "gemm": 120,
     }
-    assert cells[0]["path"] == "results/cells/latency/deberta/cpu/hf_eager/set~main60/launch~1.json"
     assert (
         "results/cells/zerocopy/deberta/cpu/native/set~main60+zero_copy~off+prealloc~off/launch~5.json"
         in {c["path"] for c in cells}

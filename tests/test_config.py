@@ -28,13 +28,17 @@ def test_default_config_is_valid_and_defaults_are_filled(config):
     assert config["models"]["deberta"]["seed"] == 1
 
 
-@pytest.mark.parametrize("profile", ["smoke", "paper-arch", "paper"])
+@pytest.mark.parametrize("profile", ["smoke", "extended", "paper-arch", "paper"])
 def test_profile_overlays_are_valid(config, profile):
+    """Each overlay the profile names (smoke: the extended tier's, then its own), in order."""
     from snakemake.utils import update_config
 
-    overlay = yaml.safe_load((ROOT / f"workflow/profiles/{profile}/experiment.yaml").read_text())
-    update_config(config, overlay)
+    options = yaml.safe_load((ROOT / f"workflow/profiles/{profile}/config.yaml").read_text())
+    assert options["configfiles"][-1] == f"workflow/profiles/{profile}/experiment.yaml"
+    for overlay in options["configfiles"]:
+        update_config(config, yaml.safe_load((ROOT / overlay).read_text()))
     validate(config, SCHEMA)
+    assert config["tier"] == ("paper" if profile.startswith("paper") else "extended")
 
 
 @pytest.mark.parametrize(

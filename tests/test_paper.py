@@ -223,6 +223,8 @@ def test_every_number_the_paper_quotes_names_a_table_and_a_model_of_the_experime
     for key in quoted:
         table, *rest = key.split("/")
         table, _, sample_set = table.partition("@")  # study@set: a replication set's cells
+        if table == "tier":  # which tier the run's config is: paper or extended
+            continue
         assert table in {*STUDIES, *DERIVED, "host"}, key
         # the fidelity table's pooled gate is over every gated set, not one of them
         assert not sample_set or sample_set in sets or (table, sample_set) == ("fidelity", POOLED_SET), key

@@ -48,7 +48,13 @@ def test_latency_table_has_real_numbers(smoke_run):
     assert set(headline.runtime) == {"hf_eager", "torch_compile", "fastapi", "ort_python", "native"}
     assert set(cpu.model) == {"deberta", "electra"}
     assert set(cpu[cpu.set == "rep60a"].runtime) == {"hf_eager", "native"}  # the replication
-    assert (cpu.launches_ok == 2).all()
+    # the language pair runs in looks (smoke: 2 launches, then 1 more while undecided, up to 3)
+    pair = cpu.runtime.isin(["native", "ort_python"]) & (cpu.set == "main60")
+    assert (cpu[~pair].launches_ok == 2).all() and cpu[pair].launches_ok.between(2, 3).all()
+    looks = pd.read_csv(smoke_run / "results/tables/latency/sequential.csv")
+    for _, row in cpu[pair].iterrows():  # each cell ran what its block's last look counted
+        counted = looks[(looks.model == row.model) & looks.candidate.str.startswith(f"{row.runtime}/")]
+        assert (counted.n_candidate == row.launches_ok).all() and len(counted) > 0
     assert (cpu.p50_ms > 0).all() and (cpu.p95_ms >= cpu.p50_ms).all()
     assert (cpu.p50_ms_lo <= cpu.p50_ms).all() and (cpu.p50_ms <= cpu.p50_ms_hi).all()
     # every launch on this machine: one host per cell, named, and no cross-host warning
@@ -127,8 +133,11 @@ def test_every_study_has_its_table(smoke_run):
     assert set(language.equivalence) <= {"equivalent", "not shown"}
     assert (language.difference_lo_pct <= language.difference_pct).all()
     assert (language.difference_pct <= language.difference_hi_pct).all()
-    # and paired by round: both launches of each runtime, launch numbers 1 and 2
-    assert (language.n_pairs == 2).all() and (language.paired_lo_pct <= language.paired_hi_pct).all()
+    # and paired by round: every launch number both runtimes ran (2, or 3 after a second look)
+    latency = pd.read_csv(smoke_run / "paper/tables/latency.csv").query("set == 'main60' and device == 'cpu'")
+    ran = latency[latency.runtime.isin(["native", "ort_python"])].groupby("model").launches_ok.min()
+    assert (language.n_pairs == language.model.map(ran)).all()
+    assert (language.paired_lo_pct <= language.paired_hi_pct).all()
     assert (language.pairs_for_equivalence >= 2).all()  # a count, or 1001 beyond the margin
     # the per-row difference from the launches' own per-row latencies, inside its interval
     assert (language.row_difference_ms_lo <= language.row_difference_ms).all()
@@ -240,8 +249,6 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
         "hf_eager precision=fp32 kernels=onednn",
         "torch_compile freezing=off",
         "torch_compile freezing=on",
-        "torch_compile freezing=on prepack=off",
-        "torch_compile freezing=on precision=bf16",
         "torch_compile freezing=on precision=bf16 head=fp32",
         "ort_python graph=disabled",
         "ort_python graph=basic",
@@ -261,7 +268,6 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     fidelity = pd.read_csv(smoke_run / "paper/tables/fidelity.csv")
     assert set(fidelity.step) == {
         "hf_eager precision=bf16",
-        "torch_compile freezing=on precision=bf16",
         "torch_compile freezing=on precision=bf16 head=fp32",
         "ort_python graph=all precision=int8",
         "ort_python graph=all precision=int8 matmuls=attention",
@@ -289,7 +295,6 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     assert (fidelity[fidelity.set != "pooled"].agreement_lo < 0.75).all()
     # compiled bf16 is measured against the same compiled, frozen model in fp32
     own = headline.set_index("step").vs_own_fp32
-    assert own["torch_compile freezing=on precision=bf16"] == "torch_compile freezing=on"
     assert own["torch_compile freezing=on precision=bf16 head=fp32"] == "torch_compile freezing=on"
     assert (smoke_run / "paper/figures/decomposition_gap.pdf").stat().st_size > 1000
     operators = pd.read_csv(smoke_run / "paper/tables/ort_operators.csv")

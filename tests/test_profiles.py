@@ -67,7 +67,7 @@ def test_every_job_of_the_default_dag_declares_standard_resources(fresh_copy):
 
 def test_a_relative_shift_cell_gets_its_own_export_behind_its_own_parity_gate(fresh_copy):
     cell = "results/cells/decomposition/deberta/cpu/native/set~main60+precision~fp32+optimizer~relative_shift/launch~1.json"
-    jobs = dry_run_jobs(fresh_copy, "default", [cell])
+    jobs = dry_run_jobs(fresh_copy, "extended", [cell])  # a study of the extended tier
     assert job_for(jobs, cell)["rule"] == "cell"
     assert job_for(jobs, "results/onnx/deberta/model.relshift.onnx")["rule"] == "export_onnx_relative_shift"
     assert job_for(jobs, "results/correctness/deberta.relshift.json")["rule"] == "parity_relative_shift"

@@ -315,7 +315,9 @@ def unmeasured_report(quoted: set[str], numbers: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def numbers_tex(numbers: dict[str, str]) -> str:
-    lines = [PREAMBLE]
+def numbers_tex(numbers: dict[str, str], tier: str = "paper") -> str:
+    """The definitions, and \\ifrmextended: true where the run's config is the extended tier, so
+    the text includes the sections of the studies past the paper only where they were measured."""
+    lines = [PREAMBLE, r"\newif\ifrmextended", r"\rmextendedtrue" if tier == "extended" else ""]
     lines += [rf"\rmset{{{key}}}{{{text}}}" for key, text in sorted(numbers.items())]
     return "\n".join(lines) + "\n"

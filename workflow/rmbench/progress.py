@@ -1,4 +1,5 @@
-"""One line per launch that a person can read: which block, how far, about how long is left."""
+"""One line per launch that a person can read: which block and round, how far the run is, and
+about how long is left."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import statistics
 from pathlib import Path
 
-from .cells import cell_table, comparison_block
+from .cells import CELL_PATH, cell_table, comparison_block
 
 
 def seconds_per_launch(paths: list[Path]) -> float | None:
@@ -19,22 +20,30 @@ def seconds_per_launch(paths: list[Path]) -> float | None:
 
 
 def launch_progress(config: dict, cell: dict, root: Path) -> str:
-    """'latency deberta cpu main60: block 3 of 41, launch 7 of 30 in it; about 12 min of planned
-    launches left in the run'. Planned launches are every cell's minimum; a block whose
-    comparisons stay undecided adds some (rmbench.sequential)."""
-    planned = [c for c in cell_table(config) if c["launch"] <= c["minimum"] and c["device"] == cell["device"]]
+    """'[latency deberta cpu main60] block 3 of 14, round 2: launch 7 of 30 in the block (native
+    set~main60); run: 45 of 129 planned launches done, about 12 min left'. Planned launches are
+    every cell's minimum on the cell's device; a block whose comparisons stay undecided adds some
+    (rmbench.sequential), so the time left is a floor. A round is a launch number: every cell of
+    a block runs its launch 1, then its launch 2, and so on."""
+    table = cell_table(config)
+    planned = [c for c in table if c["launch"] <= c["minimum"] and c["device"] == cell["device"]]
+    path = CELL_PATH.format(**cell)
+    minimum = next((c["minimum"] for c in table if c["path"] == path), cell["launch"])
     blocks = list(dict.fromkeys(comparison_block(c) for c in planned))
     block = comparison_block(cell)
     in_block = [c for c in planned if comparison_block(c) == block]
     done = [root / c["path"] for c in planned if (root / c["path"]).exists()]
     done_in_block = sum((root / c["path"]).exists() for c in in_block)
     where = f"block {blocks.index(block) + 1} of {len(blocks)}" if block in blocks else "an extra block"
+    if cell["launch"] > minimum:
+        step = "an extra launch, as a look left a comparison undecided"
+    else:
+        step = f"launch {done_in_block + 1} of {len(in_block)} in the block"
     line = (
-        f"{' '.join(block)}: {where}, launch {done_in_block + 1} of {len(in_block)} planned in it "
-        f"({cell['runtime']} {cell['params']} launch {cell['launch']})"
+        f"[{' '.join(block)}] {where}, round {cell['launch']}: {step} "
+        f"({cell['runtime']} {cell['params']}); run: {len(done)} of {len(planned)} planned launches done"
     )
     cost = seconds_per_launch(done)
     if cost is not None:
-        left = len(planned) - len(done)
-        line += f"; about {left * cost / 60:.0f} min of planned launches left in the run"
+        line += f", about {(len(planned) - len(done)) * cost / 60:.0f} min left"
     return line

@@ -327,6 +327,7 @@ rule paper_numbers:
         "../../envs/analysis.yaml"
     params:
         headline_sets={s: headline_set(s) for s in enabled_studies()},
+        tier=lambda wildcards: config["tier"],  # a function: "paper" reads as a path to the linter
     script:
         "../scripts/paper_numbers.py"
 

@@ -6,6 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 # The rules use the rmbench package too (scripts import it through scripts/_bootstrap.py).
@@ -69,7 +70,7 @@ NATIVE_SOURCES = sorted(  # relative, so that a storage provider maps them like 
 wildcard_constraints:
     model="|".join(map(re.escape, config["models"])),
     set="|".join(map(re.escape, config["sets"])),
-    study="|".join(STUDIES),
+    study="|".join(config["studies"]),  # the config's studies: a cell of another has no rule
     device=r"cpu|cuda",
     runtime=r"[a-z_]+",
     params=r"[^/]+",
@@ -137,7 +138,9 @@ STUDY_CAPTIONS = {
 
 def study_baseline(study):
     """What a study's speed-ups are against: its configured baseline, else its first runtime or variant."""
-    cfg = config["studies"][study]
+    cfg = study_config(study)
+    if not cfg:  # a study this config leaves out: no rule of it runs
+        return None
     if STUDIES[study]["between"] == "variant":
         return format_params(cfg["variants"][0])
     if STUDIES[study]["between"] == "step":  # the first runtime's first variant
@@ -146,9 +149,14 @@ def study_baseline(study):
     return cfg.get("baseline") or next(iter(cfg["runtimes"]))
 
 
+def study_config(study):
+    """A study's settings; {} where the config leaves it out (a study of the extended tier)."""
+    return config["studies"].get(study, {})
+
+
 def headline_set(study):
-    """The set a study's tables and paper numbers lead with: its first."""
-    return config["studies"][study]["sets"][0]
+    """The set a study's tables and paper numbers lead with: its first (else the config's first)."""
+    return study_config(study).get("sets", list(config["sets"]))[0]
 
 
 def headline_rows(study):
@@ -199,6 +207,33 @@ def study_outputs():
     return outputs
 
 
+# The tables and figures only the extended tier makes: the studies past the paper.
+EXTENDED_OUTPUTS = (
+    "decomposition",
+    "gemm",
+    "roofline",
+    "int8_sweep",
+    "batch_operators",
+    "torch_batch_operators",
+    "batch_threads",
+    "fidelity",
+    "ort_operators",
+)
+
+
+def extended_outputs(wildcards):
+    """The extended tier's own outputs; the paper tier's config has none, so asking for them is a
+    mistake worth a clear message."""
+    if config["tier"] != "extended":
+        raise WorkflowError(
+            "`extended` needs the extended tier's config: snakemake --workflow-profile "
+            "workflow/profiles/extended --cores 1 extended (its `all` runs both tiers)"
+        )
+    return [
+        path for path in study_outputs() if Path(path).stem.removesuffix("_gap") in EXTENDED_OUTPUTS
+    ]
+
+
 def gated_params(params):
     """A reduced-precision cell's gates: on its own set, and untimed on each of `fidelity.sets`."""
     cell = parse_params(params)
@@ -227,7 +262,7 @@ def decomposition_inputs(wildcards):
     }
     if "gemm" in enabled_studies():
         inputs["gemm"] = "results/tables/gemm/summary.csv"
-    study = config["studies"]["decomposition"]
+    study = study_config("decomposition")
     if "cpu" in study["devices"]:
         inputs["operators"] = expand(
             "results/decomposition/operators/{model}.json", model=study["models"]
@@ -238,9 +273,9 @@ def decomposition_inputs(wildcards):
 def batch_operator_inputs(wildcards):
     """ORT's operator profiles per model of the batching study, rows alone and batched (on the CPU,
     where `operator_profile` is configured); none otherwise."""
-    study = config["studies"]["batching"]
+    study = study_config("batching")
     profile = study.get("operator_profile", {})
-    if not profile.get("batch") or "cpu" not in study["devices"]:
+    if not profile.get("batch") or "cpu" not in study.get("devices", []):
         return {}
     return {
         "profiles": expand(
@@ -255,10 +290,10 @@ def torch_batch_operator_inputs(wildcards):
     """torch.profiler's operator profiles per model and PyTorch runtime of the batching study, rows
     alone and batched (on the CPU, where `operator_profile` names `torch_runtimes` the study
     runs); none otherwise."""
-    study = config["studies"]["batching"]
+    study = study_config("batching")
     profile = study.get("operator_profile", {})
-    runtimes = [r for r in profile.get("torch_runtimes", []) if r in study["runtimes"]]
-    if not profile.get("batch") or not runtimes or "cpu" not in study["devices"]:
+    runtimes = [r for r in profile.get("torch_runtimes", []) if r in study.get("runtimes", {})]
+    if not profile.get("batch") or not runtimes or "cpu" not in study.get("devices", []):
         return {}
     return {
         "profiles": expand(
@@ -271,14 +306,14 @@ def torch_batch_operator_inputs(wildcards):
 
 def study_runtime_options(study, runtime):
     """A runtime's options in a study, as the config gives them (none: {})."""
-    return config["studies"][study]["runtimes"].get(runtime, {}).get("options", {})
+    return study_config(study).get("runtimes", {}).get(runtime, {}).get("options", {})
 
 
 def batch_thread_inputs(wildcards):
     """The thread probe per model of the batching study (on the CPU, where `thread_probe` is
     configured); none otherwise."""
-    study = config["studies"]["batching"]
-    if not study.get("thread_probe") or "cpu" not in study["devices"]:
+    study = study_config("batching")
+    if not study.get("thread_probe") or "cpu" not in study.get("devices", []):
         return {}
     return {"probes": expand("results/batching/threads/{model}.json", model=study["models"])}
 

@@ -139,7 +139,7 @@ rule ort_operators:
     threads: all_cores
     params:
         threads=threads(),
-        rows=config["studies"]["decomposition"].get("rows", 0),
+        rows=study_config("decomposition").get("rows", 0),
         warmup=config["launch"]["warmup_rows"],
         max_length=config["data"]["max_length"],
         repo=workflow.basedir,
@@ -166,8 +166,8 @@ rule batch_operators:
     threads: all_cores
     params:
         threads=threads(),
-        rows=config["studies"]["batching"].get("operator_profile", {}).get("rows", 0),
-        batch=config["studies"]["batching"].get("operator_profile", {}).get("batch", 0),
+        rows=study_config("batching").get("operator_profile", {}).get("rows", 0),
+        batch=study_config("batching").get("operator_profile", {}).get("batch", 0),
         warmup=config["launch"]["warmup_rows"],
         max_length=config["data"]["max_length"],
         repo=workflow.basedir,
@@ -191,8 +191,8 @@ rule torch_batch_operators:
     threads: all_cores
     params:
         threads=threads(),
-        rows=config["studies"]["batching"].get("operator_profile", {}).get("rows", 0),
-        batch=config["studies"]["batching"].get("operator_profile", {}).get("batch", 0),
+        rows=study_config("batching").get("operator_profile", {}).get("rows", 0),
+        batch=study_config("batching").get("operator_profile", {}).get("batch", 0),
         options=lambda wildcards: study_runtime_options("batching", wildcards.runtime),
         warmup=config["launch"]["warmup_rows"],
         max_length=config["data"]["max_length"],
@@ -218,7 +218,7 @@ rule batch_threads:
     # A measurement: the machine to itself, as every launch.
     threads: all_cores
     params:
-        probe=config["studies"]["batching"].get("thread_probe", {}),
+        probe=study_config("batching").get("thread_probe", {}),
         threads=threads(),
         warmup=config["launch"]["warmup_rows"],
         max_length=config["data"]["max_length"],

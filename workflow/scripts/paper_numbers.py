@@ -9,7 +9,7 @@ from rmbench.paper import numbers_tex, paper_numbers, quoted_keys, unmeasured_re
 
 with logged(snakemake.log[0]):
     tables = {Path(path).stem: read_table(path) for path in snakemake.input.tables}
-    numbers = paper_numbers(tables, snakemake.params.headline_sets)
-    Path(snakemake.output[0]).write_text(numbers_tex(numbers))
+    numbers = paper_numbers(tables, snakemake.params.headline_sets) | {"tier": snakemake.params.tier}
+    Path(snakemake.output[0]).write_text(numbers_tex(numbers, snakemake.params.tier))
     print(f"{len(numbers)} numbers from {len(tables)} tables")
     print(unmeasured_report(quoted_keys([Path(p).read_text() for p in snakemake.input.text]), numbers))

@@ -49,7 +49,7 @@ with logged(snakemake.log[0]):
         if reference["ids"] != [r["id"] for r in rows]:
             raise RuntimeError(f"{snakemake.input.reference} does not match {snakemake.input.rows}")
         scores = reference["scores"]
-        if "rows" in settings:  # a study that scores only the first rows of its set
+        if settings.get("rows"):  # a study that scores only the first rows of its set
             rows, scores = rows[: settings["rows"]], scores[: settings["rows"]]
         options = settings.get("options", {}) | parse_params(w.params)
         options |= {
