@@ -106,6 +106,8 @@ def test_verdict_list_reads_like_the_paper():
             "speedup": [0.13, 1.09],
             "speedup_boot_lo": [math.nan, 1.04],  # two launches of one side: no interval
             "speedup_boot_hi": [math.nan, 1.14],
+            "speedup_paired_lo": [math.nan, math.nan],  # launches not paired by round
+            "speedup_paired_hi": [math.nan, math.nan],
             "speedup_conservative": [0.1, 0.99],
             "verdict": ["slower", "not distinguishable"],
         }

@@ -1,6 +1,7 @@
 """The config schema: defaults filled, bad keys and values stopped with a message naming them."""
 
 import copy
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,7 @@ def test_profile_overlays_are_valid(config, profile):
         (lambda c: c["data"].update(source="s3"), "s3"),
         (lambda c: c["models"]["deberta"].update(layers=30), "30"),
         (lambda c: c["sets"]["main60"].update(size=0), "0"),
-        (lambda c: c["studies"]["latency"]["runtimes"].update(tensorrt={}), "tensorrt"),
+        (lambda c: c["studies"]["tokenizer"]["runtimes"].update(sentencepiece={}), "sentencepiece"),
     ],
 )
 def test_bad_key_or_value_is_named(config, edit, named):
@@ -83,3 +84,109 @@ def test_the_schema_offers_every_matmul_group():
 
     schema = yaml.safe_load(Path(SCHEMA).read_text())
     assert tuple(schema["definitions"]["matmuls"]["enum"]) == MATMUL_GROUPS
+
+
+def test_the_configuration_page_names_every_key_of_the_schema():
+    """docs/configuration.md documents the schema: a key added without a line there fails here."""
+    schema = yaml.safe_load(Path(SCHEMA).read_text())
+    page = (ROOT / "docs/configuration.md").read_text()
+    # the first column of a table row, or a heading
+    rows = [line.split(" | ")[0] for line in page.splitlines() if line.startswith(("| `", "## "))]
+
+    def named(key: str) -> bool:  # in the first column of a table row
+        return any(f"`{key}`" in row for row in rows)
+
+    study = schema["definitions"]["study"]["properties"]
+    keys = list(schema["properties"])
+    keys += [
+        f"{key}.{sub}"
+        for key, spec in schema["properties"].items()
+        if key not in ("launch", "studies")
+        for sub in spec.get("properties", {})
+    ]
+    keys += [f"studies.{name}" for name in schema["properties"]["studies"]["properties"]]
+    keys += [f"launch.{sub}" for sub in ("warmup_rows", "timeout_s", "order_seed")]
+    keys += [
+        f"launch.sequential.{sub}"
+        for sub in schema["properties"]["launch"]["properties"]["sequential"]["properties"]
+    ]
+    keys += [sub for sub in study if sub != "runtimes"]
+    keys += [f"runtimes.<name>.{sub}" for sub in study["runtimes"]["additionalProperties"]["properties"]]
+    keys += [
+        f"models.<name>.{sub}" for sub in schema["properties"]["models"]["additionalProperties"]["properties"]
+    ]
+    # a row may name several keys of one kind: `models.<name>.hidden_size`, `num_attention_heads`
+    missing = [k for k in keys if not named(k) and not named(k.rpartition(".")[2])]
+    missing = [k for k in missing if not k.startswith("studies.") or f"`{k[8:]}`" not in page]
+    assert not missing, f"docs/configuration.md does not name: {', '.join(missing)}"
+
+
+@pytest.mark.parametrize(
+    "study, runtime, named",
+    [
+        ("latency", "tensorrt", "tensorrt, which is not a runtime of this study"),
+        ("latency", "batching_server", "batching_server, which is not a runtime of this study"),
+        ("zerocopy", "ort_python", "(its runtimes: native)"),
+    ],
+)
+def test_a_study_naming_a_runtime_that_does_not_join_it_is_refused(config, study, runtime, named):
+    from rmbench.runtimes import check_runtimes
+
+    config["studies"].setdefault(study, {"runtimes": {}})["runtimes"][runtime] = {}
+    with pytest.raises(RmbenchError, match=re.escape(named)):
+        check_runtimes(config)
+
+
+TOY_RUNTIME = '''
+"""A toy runtime: the sum of the pair's lengths, for the registry test."""
+
+from .base import Runtime
+
+
+class ToyRuntime(Runtime):
+    name = "toy"
+    studies = ("latency",)
+    uses_torch = False
+
+    @classmethod
+    def unavailable_reason(cls, device, options=None):
+        return None if device == "cpu" else "the toy runs on the CPU only"
+
+    def load(self):
+        pass
+
+    def score(self, pairs):
+        return [float(len(p) + len(r)) for p, r in pairs]
+'''
+
+
+def test_adding_a_runtime_is_one_module_and_one_registry_line(tmp_path):
+    """A toy runtime in a copy of the repository: its module, one line in RUNTIMES and a config
+    that gives it launches; the DAG takes it with no other change (no ONNX file: it loads none)."""
+    import shutil
+
+    copy = tmp_path / "rmbench"
+    ignore = shutil.ignore_patterns(".git", ".venv", ".snakemake", "results", "__pycache__", "paper")
+    shutil.copytree(ROOT, copy, ignore=ignore)
+    runtimes = copy / "workflow/rmbench/runtimes"
+    (runtimes / "toy.py").write_text(TOY_RUNTIME)
+    registry = (runtimes / "__init__.py").read_text()
+    line = '    "native": "rmbench.runtimes.native:NativeRuntime",\n'
+    assert line in registry
+    (runtimes / "__init__.py").write_text(
+        registry.replace(line, line + '    "toy": "rmbench.runtimes.toy:ToyRuntime",\n')
+    )
+    (copy / "toy.yaml").write_text("studies:\n  latency:\n    runtimes:\n      toy: {launches: {cpu: 2}}\n")
+    cell = "results/cells/latency/electra/cpu/toy/set~main60/launch~2.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--configfile", "toy.yaml", "--dry-run", "--cores", "1", cell],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-3000:]
+    assert f"output: {cell}" in out
+    assert "results/onnx/electra/model.onnx" not in out  # it declares no ONNX file

@@ -159,7 +159,8 @@ def test_roofline_gives_the_in_launch_fraction_its_interval_where_launches_probe
 
 
 def test_gap_table_takes_the_in_launch_fraction_by_step():
-    from rmbench.decomposition import gap_latex, gap_table
+    from rmbench.decomposition import gap_table
+    from rmbench.latex import gap_latex
     from rmbench.roofline import in_launch_fractions
 
     steps = ["hf_eager precision=fp32", "ort_python graph=all"]
@@ -226,8 +227,9 @@ def test_gemm_launch_times_every_layer_matmul(tiny_model, library):
 
 
 def test_study_tables_mark_a_verdict_that_did_not_reproduce():
+    from rmbench.latex import study_latex
     from rmbench.stats import compare_latency, summarize
-    from rmbench.tables import STUDIES, group_keys, study_latex, study_table
+    from rmbench.tables import STUDIES, group_keys, study_table
 
     values = {  # row_ms per launch: naive b=8 clearly slower on main60, not on set150
         ("main60", "batching~none+batch~1"): [10.0, 10.2, 9.9],
@@ -261,8 +263,9 @@ AMX_HOST, AVX2_HOST = "Intel Xeon, AMX, 2 CPUs", "AMD EPYC, AVX2, 2 CPUs"
 
 
 def test_tables_from_probe_records_name_the_hosts_the_probes_ran_on():
+    from rmbench.latex import thread_latex
     from rmbench.tables import with_record_hosts
-    from rmbench.thread_probe import thread_latex, thread_table
+    from rmbench.thread_probe import thread_table
 
     result = {"name": "intra_all-sequential-inter_1", "threads_used": 2, "batch": 8, "rows": 4}
     result |= {"alone_ms_per_row": 10.0, "batched_ms_per_row": 9.0}
@@ -284,7 +287,8 @@ def test_tables_from_probe_records_name_the_hosts_the_probes_ran_on():
 
 
 def test_gate_tables_name_the_hosts_of_the_gates_and_of_the_launches_timed_against_them():
-    from rmbench.decomposition import fidelity_latex, fidelity_table, sweep_latex, sweep_table
+    from rmbench.decomposition import fidelity_table, sweep_table
+    from rmbench.latex import fidelity_latex, sweep_latex
 
     gate = {"pairs": 60, "flipped": 1, "mean_abs_delta": 0.1, "max_abs_delta": 0.3, "fp32_median_margin": 0.2}
     gate |= {"preference_agreement": 0.98, "passed": False, "min_agreement": 0.99, "model": "m"}
@@ -305,7 +309,8 @@ def test_gate_tables_name_the_hosts_of_the_gates_and_of_the_launches_timed_again
 
 
 def test_roofline_and_gap_tables_name_their_hosts():
-    from rmbench.decomposition import gap_latex, gap_table
+    from rmbench.decomposition import gap_table
+    from rmbench.latex import gap_latex
 
     launches = pd.DataFrame(
         {"model": ["m"] * 2, "runtime": ["native"] * 2, "set": ["main60"] * 2, "device": ["cpu"] * 2}

@@ -104,7 +104,7 @@ def test_the_int8_sweep_gives_its_count_of_passed_settings_and_best_agreement():
 
 
 def test_the_batch_operator_profile_gives_its_ratios_and_the_operator_that_adds_most():
-    from rmbench.decomposition import batch_operator_table
+    from rmbench.operators import batch_operator_table
 
     def profile(batch, ms):
         return {"batch": batch, "operators": [{"op_type": op, "ms_per_row": v} for op, v in ms.items()]}
@@ -129,7 +129,7 @@ def test_the_batch_operator_profile_gives_its_ratios_and_the_operator_that_adds_
 
 
 def test_the_pytorch_batch_operator_profile_gives_each_operator_and_the_weight_products_rate():
-    from rmbench.decomposition import batch_operator_table
+    from rmbench.operators import batch_operator_table
 
     def profile(batch, ms, work):
         operators = [{"op_type": op, "ms_per_row": v} for op, v in ms.items()]

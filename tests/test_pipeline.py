@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import ROOT
-from rmbench.decomposition import MATRIX_OPS, SESSION_RUN, WHOLE_CALL
+from rmbench.operators import MATRIX_OPS, SESSION_RUN, WHOLE_CALL
 from rmbench.paper import quoted_keys, text_files
 
 COPY_IGNORE = shutil.ignore_patterns(

@@ -16,7 +16,6 @@ import numpy as np
 
 from .cells import parse_params
 
-LIBRARIES = ("torch", "onnxruntime", "numpy")
 ITERATIONS = 20
 WARMUP = 3
 ONNX_IR_VERSION = 10  # onnx 1.23 writes IR 14 by default, which ORT 1.30 rejects (max 13)

@@ -21,6 +21,7 @@ def logged(log_path: str):
     """
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     terminal = os.fdopen(os.dup(2), "w")
+    saved = os.dup(1), os.dup(2)  # given back on the way out: what follows prints on the terminal
     with open(log_path, "w") as log:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -41,6 +42,9 @@ def logged(log_path: str):
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
+            for fd, original in zip((1, 2), saved):
+                os.dup2(original, fd)
+                os.close(original)
 
 
 def write_json(data, path: str | Path) -> None:

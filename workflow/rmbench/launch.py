@@ -19,7 +19,6 @@ from .gemm_bench import probe_ceiling
 from .provenance import nvidia_gpu_present
 from .runtimes import Unsupported, runtime_class
 
-STATUSES = ("ok", "oom", "timeout", "unsupported", "skipped", "mismatch")
 OOM_MESSAGES = ("out of memory", "failed to allocate memory", "cudaerrormemoryallocation")
 
 

@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .decomposition import SESSION_RUN, SUMMARY_ROWS, TOTAL, WHOLE_CALL, gate_resolution
-from .stats import COUNT_LIMIT, launch_hosts
-from .tables import LANGUAGE_PAIR, ROW_PARTS, STUDIES, difference_columns, latex_escape, variant_label
+from .decomposition import gate_resolution
+from .latex import latex_escape
+from .operators import SESSION_RUN, SUMMARY_ROWS, TOTAL, WHOLE_CALL
+from .provenance import launch_hosts
+from .stats import COUNT_LIMIT
+from .tables import LANGUAGE_PAIR, ROW_PARTS, STUDIES, difference_columns, variant_label
 
 # Digits shown per metric (anything else: 2).
 DIGITS = {

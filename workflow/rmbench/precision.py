@@ -19,8 +19,6 @@ import numpy as np
 
 from .cells import format_params
 from .errors import RmbenchError
-from .export import GRAPH_LEVELS
-from .runtimes.hf_eager import EAGER_KERNELS, TORCH_HEADS, TORCH_PRECISIONS
 
 # Which MatMuls an int8 file quantizes, by the exporter's node names (transformers' module paths,
 # e.g. /electra/encoder/layer.0/intermediate/dense/MatMul): every one with a constant weight, or
@@ -34,28 +32,12 @@ MATMUL_PARTS = {
 MATMUL_GROUPS = ("all", "ffn", "attention", "ffn_in", "ffn_out", "attention-ffn_in", "attention-ffn_out")
 
 
-# What each runtime of the decomposition study takes, by variant key. `optimizer: transformers`
-# loads the file after onnxruntime.transformers' fusions (rule optimize_onnx), `optimizer:
-# relative_shift` the export with DeBERTa's relative attention as a diagonal shift (rule
-# export_onnx_relative_shift).
+# The exports of one model: `optimizer: transformers` loads the file after
+# onnxruntime.transformers' fusions (rule optimize_onnx), `optimizer: relative_shift` the export
+# with DeBERTa's relative attention as a diagonal shift (rule export_onnx_relative_shift). What each
+# runtime takes is its own declaration (Runtime.settings).
 OPTIMIZER_SUFFIX = {"none": "", "transformers": ".opt", "relative_shift": ".relshift"}
 ONNX_OPTIMIZERS = tuple(OPTIMIZER_SUFFIX)
-VARIANT_VALUES = {
-    "hf_eager": {"precision": TORCH_PRECISIONS, "head": TORCH_HEADS, "kernels": EAGER_KERNELS},
-    "torch_compile": {
-        "precision": TORCH_PRECISIONS,
-        "head": TORCH_HEADS,
-        "freezing": ("on", "off"),
-        "prepack": ("on", "off"),
-    },
-    "ort_python": {
-        "precision": ("fp32", "int8"),
-        "graph": GRAPH_LEVELS,
-        "optimizer": ONNX_OPTIMIZERS,
-        "matmuls": MATMUL_GROUPS,
-    },
-    "native": {"precision": ("fp32", "int8"), "optimizer": ONNX_OPTIMIZERS, "matmuls": MATMUL_GROUPS},
-}
 
 
 def onnx_file(
@@ -91,8 +73,10 @@ def check_variants(config: dict) -> None:
     study = config["studies"].get("decomposition")
     if not study or not study.get("enabled", True):
         return
+    from .runtimes import runtime_class
+
     for runtime, cfg in study["runtimes"].items():
-        allowed = VARIANT_VALUES[runtime]
+        allowed = {key: values for key, (values, _) in runtime_class(runtime).settings.items()}
         for variant in cfg.get("variants") or study.get("variants") or [{}]:
             if "matmuls" in variant and variant.get("precision") != "int8":
                 raise RmbenchError(

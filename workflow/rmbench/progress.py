@@ -35,13 +35,15 @@ def launch_progress(config: dict, cell: dict, root: Path) -> str:
     done = [root / c["path"] for c in planned if (root / c["path"]).exists()]
     done_in_block = sum((root / c["path"]).exists() for c in in_block)
     where = f"block {blocks.index(block) + 1} of {len(blocks)}" if block in blocks else "an extra block"
-    if cell["launch"] > minimum:
-        step = "an extra launch, as a look left a comparison undecided"
+    if cell["launch"] == 0:  # rule warm_compile_cache
+        step = "the untimed launch that fills Inductor's cache"
+    elif cell["launch"] > minimum:
+        step = f"round {cell['launch']}: an extra launch, as a look left a comparison undecided"
     else:
-        step = f"launch {done_in_block + 1} of {len(in_block)} in the block"
+        step = f"round {cell['launch']}: launch {done_in_block + 1} of {len(in_block)} in the block"
     line = (
-        f"[{' '.join(block)}] {where}, round {cell['launch']}: {step} "
-        f"({cell['runtime']} {cell['params']}); run: {len(done)} of {len(planned)} planned launches done"
+        f"[{' '.join(block)}] {where}, {step} ({cell['runtime']} {cell['params']}); "
+        f"run: {len(done)} of {len(planned)} planned launches done"
     )
     cost = seconds_per_launch(done)
     if cost is not None:

@@ -98,14 +98,37 @@ def host_label(prov: dict) -> str:
         return ""
     if prov.get("device") == "cuda" and prov.get("device_name") != "no CUDA device":
         return prov.get("device_name") or ""
-    flags = prov.get("cpu_flags")
-    parts = [prov.get("cpu") or "unknown CPU"]
-    if flags is not None:  # records from before cpu_flags was recorded say nothing of the ISA
-        parts.append(next((name for flag, name in ISA_TIERS if flag in flags), "SSE"))
+    flags = prov.get("cpu_flags") or ()
+    parts = [
+        prov.get("cpu") or "unknown CPU",
+        next((name for flag, name in ISA_TIERS if flag in flags), "SSE"),
+    ]
     cpus = prov.get("usable_cpus") or prov.get("logical_cpus")
     if cpus:
         parts.append(f"{cpus} CPUs")
     return ", ".join(parts)
+
+
+HOST_SEPARATOR = "; "  # between the kinds of host of one cell (a host label has commas)
+
+
+def host_cell(hosts) -> str:
+    """A `host` column's text for these kinds of machine (host_label): each once,
+    sorted; '' for none."""
+    return HOST_SEPARATOR.join(sorted({h for h in hosts if h}))
+
+
+def cell_hosts(cell) -> list[str]:
+    """The kinds of machine a `host` cell names (none for an empty or missing one)."""
+    return [h for h in cell.split(HOST_SEPARATOR) if h] if isinstance(cell, str) else []
+
+
+def launch_hosts(rows) -> list[str]:
+    """The kinds of machine these launches (or summary rows) ran on, from their `host` column
+    (a summary row lists several); none where unrecorded."""
+    if "host" not in rows:
+        return []
+    return sorted({h for cell in rows["host"] for h in cell_hosts(cell)})
 
 
 def nvidia_gpu_present() -> bool:

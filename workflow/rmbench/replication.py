@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .stats import host_cell, launch_hosts
+from .provenance import host_cell, launch_hosts
 
 COMPARED = ["metric", "candidate", "baseline"]
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .stats import host_cell, launch_hosts, t_interval
+from .provenance import host_cell, launch_hosts
+from .stats import t_interval
 
 
 def row_gemm_cells(gemm_summary: pd.DataFrame) -> pd.DataFrame:

@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from .provenance import host_cell, launch_hosts
+
 CONFIDENCE = 0.95
 # The most launches (or pairs) a launches-needed estimate searches; past it, it returns this + 1.
 COUNT_LIMIT = 1000
@@ -171,11 +173,14 @@ def latency_verdict(candidate: Interval, baseline: Interval) -> str:
     """'faster' / 'slower' only when the 95% intervals do not overlap (lower is better)."""
     if any(math.isnan(v) for v in (candidate.lo, candidate.hi, baseline.lo, baseline.hi)):
         return "too few launches"
-    if candidate.hi < baseline.lo:
-        return "faster"
-    if candidate.lo > baseline.hi:
-        return "slower"
-    return "not distinguishable"
+    if candidate.overlaps(baseline):
+        return "not distinguishable"
+    return "faster" if candidate.hi < baseline.lo else "slower"
+
+
+def intervals_wording(verdict: str) -> str:
+    """How tables and verdict lists say a verdict: 'CIs apart' (a difference) or 'CIs overlap'."""
+    return "CIs apart" if verdict in ("faster", "slower") else "CIs overlap"
 
 
 def speedup(candidate: Interval, baseline: Interval) -> tuple[float, float]:
@@ -296,28 +301,6 @@ def summarize(
         row["warning"] = "; ".join(warnings)
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-HOST_SEPARATOR = "; "  # between the kinds of host of one cell (a host label has commas)
-
-
-def host_cell(hosts) -> str:
-    """A `host` column's text for these kinds of machine (provenance.host_label): each once,
-    sorted; '' for none."""
-    return HOST_SEPARATOR.join(sorted({h for h in hosts if h}))
-
-
-def cell_hosts(cell) -> list[str]:
-    """The kinds of machine a `host` cell names (none for an empty or missing one)."""
-    return [h for h in cell.split(HOST_SEPARATOR) if h] if isinstance(cell, str) else []
-
-
-def launch_hosts(rows: pd.DataFrame) -> list[str]:
-    """The kinds of machine these launches (or summary rows) ran on, from their `host` column
-    (a summary row lists several); none where unrecorded."""
-    if "host" not in rows:
-        return []
-    return sorted({h for cell in rows["host"] for h in cell_hosts(cell)})
 
 
 def compare_latency(

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from .cells import parse_params
-from .provenance import host_label
-from .stats import COUNT_LIMIT, host_cell, launch_hosts, per_row_difference, per_row_median
+from .provenance import host_cell, host_label
+from .stats import intervals_wording, per_row_difference, per_row_median
 
 CELL_KEYS = ["study", "model", "device", "runtime", "params", "launch"]
 
@@ -101,23 +101,6 @@ def launch_table(paths: list[str | Path]) -> pd.DataFrame:
     return table
 
 
-def fmt_ci(mean: float, lo: float, hi: float, digits: int = 1) -> str:
-    if math.isnan(mean):
-        return "--"
-    if math.isnan(lo):
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
-def fmt_pct(mean: float, lo: float = math.nan, hi: float = math.nan) -> str:
-    """A fraction as a percentage, with its interval where given: '84% [80, 88]'; '--' where none."""
-    if mean is None or math.isnan(mean):
-        return "--"
-    if math.isnan(lo):
-        return f"{100 * mean:.0f}%"
-    return f"{100 * mean:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
-
-
 def replication_keys(study: str) -> tuple[str, ...]:
     """What a study's comparisons are within, besides model and set."""
     return tuple(k for k in group_keys(study) if k not in ("model", "set"))
@@ -166,7 +149,7 @@ def study_table(
                 "welch_p": c["welch_p"],
                 "verdict": c["verdict"],
             }
-            if _across_hosts(c):
+            if across_hosts(c):
                 row["warning"] = "; ".join(w for w in (row["warning"], "compared across hosts") if w)
         rows.append(row)
     table = pd.DataFrame(rows)
@@ -182,100 +165,6 @@ def study_table(
     on = ["model", *replication_keys(study), "set", between]
     flags = checked[[*on, "reproduced", "disagreeing"]]
     return table.merge(flags, on=on, how="left")
-
-
-def latex_escape(text: str) -> str:
-    for a, b in (
-        ("\\", r"\textbackslash{}"),
-        ("_", r"\_"),
-        ("%", r"\%"),
-        ("&", r"\&"),
-        ("#", r"\#"),
-        ("$", r"\$"),
-        ("~", r"\textasciitilde{}"),
-    ):
-        text = text.replace(a, b)
-    return text
-
-
-def booktabs(colspec: str, head: list[str], body: list[list[str]], caption: str, label: str) -> str:
-    """A LaTeX table float: header and body cells already in LaTeX. A table wider than the text
-    is scaled down to its width (graphicx), a narrower one keeps its size."""
-    lines = [
-        r"\begin{table}[t]",
-        r"\centering",
-        r"\small",
-        r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
-        rf"\begin{{tabular}}{{{colspec}}}",
-        r"\toprule",
-    ]
-    lines += [" & ".join(head) + r" \\", r"\midrule"]
-    lines += [" & ".join(cells) + r" \\" for cells in body]
-    lines += [
-        r"\bottomrule",
-        r"\end{tabular}}",
-        rf"\caption{{{caption}}}",
-        rf"\label{{{label}}}",
-        r"\end{table}",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, label: str) -> str:
-    """A booktabs table: each metric with its 95% CI, speed-up and verdict against the baseline."""
-    layout = STUDIES[study]
-    between, metrics = layout["between"], layout["metrics"]
-    keys = [k for k in group_keys(study) if table[k].nunique() > 1 or k in ("model", "device")]
-    head = [k.capitalize() for k in keys] + [between.capitalize(), "Launches"]
-    head += [latex_escape(m.replace("_", " ")) + r" [95\% CI]" for m in metrics]
-    head += ["Speed-up (cons.)", "Verdict"]
-    body = []
-    for _, r in table.iterrows():
-        # a variant's parameters as the text reads them (batch=8, not batch~8)
-        shown = {k: variant_label(str(r[k])) if k == "variant" else str(r[k]) for k in [*keys, between]}
-        unstable = isinstance(r.get("warning"), str) and r["warning"] != ""
-        cells = [latex_escape(shown[k]) for k in keys] + [
-            latex_escape(shown[between]),
-            f"{r['launches_ok']}/{r['launches']}" + (r"$^\dagger$" if unstable else ""),
-        ]
-        if r["launches_ok"] == 0:
-            cells.append(
-                rf"\multicolumn{{{len(metrics)}}}{{l}}{{" + latex_escape(f"no result: {r['note']}")[:90] + "}"
-            )
-            cells += ["--", "--"]
-        else:
-            cells += [fmt_ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"]) for m in metrics]
-            point = r.get("speedup", math.nan)
-            if r[between] == baseline:
-                cells += ["1.00 (ref.)", "--"]
-            elif isinstance(point, float) and not math.isnan(point):
-                cons = r["speedup_conservative"]
-                cells.append(f"{point:.2f} ({cons:.2f})" if not math.isnan(cons) else f"{point:.2f}")
-                flipped = r.get("reproduced") == "no"
-                cells.append(latex_escape(r["verdict"]) + (r"$^\ddagger$" if flipped else ""))
-            else:
-                cells += ["--", "--"]
-        body.append(cells)
-    colspec = "l" * (len(keys) + 1) + "r" + "l" * (len(metrics) + 2)
-    if "reproduced" in table and (table["reproduced"] == "no").any():
-        caption += (
-            r" $^\ddagger$: not reproduced: the same comparison gave another verdict on a replication "
-            r"set or the other model (the CSV names which, with launch counts)."
-        )
-    if "warning" in table and table["warning"].astype(object).fillna("").ne("").any():
-        caption += (
-            r" $^\dagger$: a warning (launch-to-launch variation above the threshold, a trend with launch "
-            r"order, launches on more than one kind of host, or a comparison across hosts); the CSV gives "
-            r"the warning and the launches the configured CI half-width would need."
-        )
-    return booktabs(colspec, head, body, caption + hosts_sentence(table), label)
-
-
-def hosts_sentence(table: pd.DataFrame, subject: str = "Launches ran on") -> str:
-    """' Launches ran on <host>.' for a caption: which machine the numbers are from (none where
-    the table has no hosts)."""
-    hosts = launch_hosts(table)
-    return " " + latex_escape(f"{subject} {' and '.join(hosts)}.") if hosts else ""
 
 
 def with_record_hosts(table: pd.DataFrame, records: list[dict], key: str = "model") -> pd.DataFrame:
@@ -386,104 +275,10 @@ def language_table(comparisons: pd.DataFrame, differences: pd.DataFrame | None =
 ROW_PART_HEADS = {"row": "Per row, ms [95\\% CI]", "tokenize": "Tokenizing, ms", "infer": "Engine call, ms"}
 
 
-def language_latex(table: pd.DataFrame, caption: str) -> str:
-    parts = [
-        p for p in ROW_PARTS if f"{p}_difference_ms" in table and table[f"{p}_difference_ms"].notna().any()
-    ]
-    head = [
-        "Model",
-        "Device",
-        "Metric",
-        "Native ms",
-        "ORT-Python ms",
-        "Difference [90\\% CI]",
-        "Welch $p$",
-        "Verdict",
-        "Equivalence",
-    ]
-    paired = bool("paired_lo_pct" in table and table["paired_lo_pct"].notna().any())
-    if paired:
-        head.append("Paired by round [90\\% CI]")
-    head += [ROW_PART_HEADS[p] for p in parts]
-    body, shown = [], set()
-    for _, r in table.iterrows():
-        cells = [
-            r["model"],
-            r["device"],
-            latex_escape(r["metric"]),
-            f"{r['native']:.1f}",
-            f"{r['ort_python']:.1f}",
-            f"{r['difference_pct']:+.1f}\\% [{r['difference_lo_pct']:+.1f}, {r['difference_hi_pct']:+.1f}]",
-            f"{r['welch_p']:.3g}",
-            r["verdict"] + (r"$^\dagger$" if _across_hosts(r) else ""),
-            _equivalence_cell(r),
-        ]
-        if paired:
-            cells.append(_paired_cell(r))
-        key = (r["model"], r["device"], r["set"])
-        for part in parts:  # one value per pair of cells: on its first metric's row
-            ms, lo, hi = (r[column] for column in difference_columns(part))
-            cells.append("" if key in shown or math.isnan(ms) else f"{ms:+.2f} [{lo:+.2f}, {hi:+.2f}]")
-        shown.add(key)
-        body.append(cells)
-    if paired:
-        caption += (
-            " Paired by round: the same test on the ratio of the native and ORT-Python launches that"
-            " ran in the same round of the schedule (a t interval on the mean log ratio), which takes"
-            " the machine's drift between rounds out of the comparison; where it shows no equivalence,"
-            " the pairs that would at the observed mean and spread of the pairs' log ratios."
-        )
-    if parts:
-        caption += (
-            " Per row: the median over rows of native's minus ORT-Python's latency (each row's median"
-            " across launches), with a 95\\% bootstrap interval over launches: a fixed cost per row"
-            " shows here at every length."
-        )
-    if len(parts) > 1:
-        caption += (
-            " The same for the row's parts, timed apart in both runtimes: tokenizing (text to token"
-            " ids) and the engine's call (input tensors, the session's run, the score out)."
-        )
-    if any(_across_hosts(r) for _, r in table.iterrows()):
-        caption += r" $^\dagger$: native and ORT-Python launches from different kinds of host."
-    colspec = "lllrrrrll" + "l" * paired + "r" * len(parts)
-    return booktabs(colspec, head, body, caption + hosts_sentence(table), "tab:language")
-
-
-def _across_hosts(row) -> bool:
+def across_hosts(row) -> bool:
     """Whether a comparison row pairs launches from different kinds of host (a bool column, or
     its text read back from CSV)."""
     return row.get("across_hosts") in (True, "True")
-
-
-def _equivalence_cell(r) -> str:
-    """'equivalent', or 'not shown (n=40)' with the launches per side it would take at the
-    observed spread ('not shown' alone when the observed difference already exceeds the margin)."""
-    if r["equivalence"] != "not shown":
-        return r["equivalence"]
-    n = r["equivalence_launches"]
-    return f"not shown (n={n:.0f})" if n <= COUNT_LIMIT else "not shown"
-
-
-def _paired_cell(r) -> str:
-    """'[-2.6, +1.7] equivalent (15 pairs)': the paired interval in percent, its verdict at the
-    margin and the pairs it rests on (the Welch cell's n is the launches it would take); where not
-    shown, also the pairs it would take at the observed spread ('15 pairs, 31 needed')."""
-    if math.isnan(r["paired_lo_pct"]):
-        return "too few pairs"
-    interval = f"[{r['paired_lo_pct']:+.1f}, {r['paired_hi_pct']:+.1f}]"
-    pairs = f"{r['n_pairs']:.0f} pairs"
-    needed = r.get("pairs_for_equivalence", math.nan)
-    if r["paired_equivalence"] == "not shown" and needed <= COUNT_LIMIT:
-        pairs += f", {needed:.0f} needed"
-    return f"{interval} {r['paired_equivalence']} ({pairs})"
-
-
-def simple_latex(table: pd.DataFrame, columns: dict, caption: str, label: str) -> str:
-    """A booktabs table of `columns` ({column: header}), values formatted as they are."""
-    head = [latex_escape(h) for h in columns.values()]
-    body = [[latex_escape(str(r[c])) for c in columns] for _, r in table.iterrows()]
-    return booktabs("l" * len(columns), head, body, caption, label)
 
 
 def variant_label(variant: str) -> str:
@@ -505,15 +300,12 @@ def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.Da
     over launches) and the same paired by launch round where there are, and whether the two cells'
     intervals overlap (the study's verdict)."""
     rows = comparisons[(comparisons["baseline"] == baseline) & (comparisons["metric"] == metric)].copy()
-    if "speedup_paired_lo" not in rows:  # comparisons from before launches were paired
-        rows["speedup_paired_lo"] = rows["speedup_paired_hi"] = math.nan
-    apart = rows["verdict"].isin(["faster", "slower"])
     rows["statement"] = [
         f"{variant_label(r.candidate)} vs {variant_label(baseline)}: {r.speedup:.2f}x"
         + _interval_text("", r.speedup_boot_lo, r.speedup_boot_hi)
         + _interval_text("paired by round", r.speedup_paired_lo, r.speedup_paired_hi)
-        + (", CIs apart" if a else ", CIs overlap")
-        for r, a in zip(rows.itertuples(), apart)
+        + f", {intervals_wording(r.verdict)}"
+        for r in rows.itertuples()
     ]
     keep = [k for k in ("model", "device", "set", "runtime") if k in rows]
     columns = ["candidate", "baseline", "speedup", "speedup_boot_lo", "speedup_boot_hi"]
@@ -547,16 +339,16 @@ def with_padding_bound(verdicts: pd.DataFrame, summary: pd.DataFrame) -> pd.Data
     return out
 
 
-# Each service against the engines it should at least match, at the same number of clients.
-SERVICE_BASELINES = {"batching_server": ["ort_python", "native"], "fastapi": ["hf_eager"]}
-# Variant keys that set the server up rather than its clients (a max_batch~1 server at c=8 is
-# compared with the engines at c=8).
+# Each service against the engines it should at least match (Runtime.compared_with), at the same
+# number of clients. Variant keys that set the server up rather than its clients (a max_batch~1
+# server at c=8 is compared with the engines at c=8).
 SERVER_SETTINGS = ("max_batch", "adaptive")
 
 
 def service_verdicts(launches: pd.DataFrame, metric: str, checks) -> pd.DataFrame:
     """Each service (with each of its settings) against a shared in-process engine at the same
     concurrency, e.g. 'batching_server adaptive=on vs ort_python at shared c=8: 1.02x, CIs overlap'."""
+    from .runtimes import service_baselines
     from .stats import compare_latency
 
     shared = launches[launches["variant"].str.startswith("mode~shared+")].copy()
@@ -567,7 +359,7 @@ def service_verdicts(launches: pd.DataFrame, metric: str, checks) -> pd.DataFram
     shared["who"] = (shared["runtime"] + " " + settings).str.strip()
     keys = ["model", "device", "set", "variant"]
     found = []
-    for service, engines in SERVICE_BASELINES.items():
+    for service, engines in service_baselines().items():
         for engine in engines:
             pair = shared[shared["runtime"].isin([service, engine])]
             if pair.empty:
@@ -579,9 +371,10 @@ def service_verdicts(launches: pd.DataFrame, metric: str, checks) -> pd.DataFram
     if not found:
         return pd.DataFrame(columns=[*keys, "candidate", "baseline", "speedup", "verdict", "statement"])
     rows = pd.concat(found, ignore_index=True)
-    apart = rows["verdict"].isin(["faster", "slower"])
     rows["statement"] = [
-        f"{c} vs {b} at {variant_label(v)}: {s:.2f}x, {'CIs apart' if a else 'CIs overlap'}"
-        for c, b, v, s, a in zip(rows["candidate"], rows["baseline"], rows["variant"], rows["speedup"], apart)
+        f"{c} vs {b} at {variant_label(v)}: {s:.2f}x, {intervals_wording(verdict)}"
+        for c, b, v, s, verdict in zip(
+            rows["candidate"], rows["baseline"], rows["variant"], rows["speedup"], rows["verdict"]
+        )
     ]
     return rows[[*keys, "candidate", "baseline", "speedup", "speedup_conservative", "verdict", "statement"]]

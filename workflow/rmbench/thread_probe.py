@@ -18,7 +18,6 @@ import pandas as pd
 
 from .export import ort_feed, ort_session
 from .models import encode, load_tokenizer
-from .tables import hosts_sentence, simple_latex
 
 
 def setting_name(setting: dict) -> str:
@@ -117,21 +116,3 @@ RATIOS = {
     "alone_vs_reference": "Alone vs first",
     "batched_vs_reference": "Batched vs first",
 }
-
-
-def thread_latex(table: pd.DataFrame) -> str:
-    shown = table.assign(
-        alone=[f"{m:.1f}" for m in table["alone_ms_per_row"]],
-        batched=[f"{m:.1f}" for m in table["batched_ms_per_row"]],
-        **{c: [f"{r:.2f}x" for r in table[c]] for c in RATIOS},
-    )
-    caption = (
-        "ONNX Runtime's thread settings, ms per row of session.run: each of the batching set's first "
-        f"rows alone and as a batch of {int(table['batch'].iloc[0])} copies of itself (no padding), on one "
-        "session per setting in turn, in one process. A setting: intra-op threads (all: the project's "
-        "count), sequential or parallel execution, inter-op threads; the first is the project's. "
-        "Batched/alone below 1: the batch is cheaper per row; against the first above 1: slower."
-    ) + hosts_sentence(table, "Measured on")
-    columns = {"model": "Model", "setting": "Setting", "alone": "Alone", "batched": "Batched"}
-    columns |= {c: header for c, header in RATIOS.items()}
-    return simple_latex(shown, columns, caption, "tab:batch-threads")

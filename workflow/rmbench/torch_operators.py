@@ -12,8 +12,8 @@ import re
 import time
 from collections import Counter
 
-from .decomposition import MATRIX_OPS
 from .flops import relative_projection_flops, weight_gemm_flops
+from .operators import MATRIX_OPS
 
 # The operator type of a weight product (nn.Linear on the CPU), whose work weight_gemm_work counts.
 WEIGHT_GEMM = "aten::addmm"

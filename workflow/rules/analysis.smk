@@ -63,7 +63,6 @@ rule study_table:
         "../../envs/analysis.yaml"
     params:
         baseline=lambda wildcards: study_baseline(wildcards.study),
-        caption=lambda wildcards: STUDY_CAPTIONS[wildcards.study],
         headline_set=lambda wildcards: headline_set(wildcards.study),
     script:
         "../scripts/study_table.py"

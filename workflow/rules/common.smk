@@ -34,11 +34,12 @@ from rmbench.precision import (
 )
 from rmbench.provenance import set_onnxruntime_telemetry
 from rmbench.sequential import LOOK_PATH, cell_key
-from rmbench.runtimes import runtime_class
+from rmbench.runtimes import check_runtimes, runtime_class
 from rmbench.tables import LANGUAGE_PAIR, STUDIES, step_name
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 check_references(config)
+check_runtimes(config)
 check_variants(config)
 
 # Every job inherits it (a cluster job parses this file again): no telemetry thread in a timed
@@ -85,55 +86,6 @@ def model_cfg(name):
 
 def used_models():
     return sorted({cell["model"] for cell in CELLS})
-
-
-STUDY_CAPTIONS = {
-    "latency": (
-        "Per-row latency: mean over launches of each launch's p50 and p95, 95\\% t-interval in "
-        "brackets; each launch a fresh process scoring every row alone. Speed-up against the "
-        "baseline (point estimate, conservative bound in parentheses); verdicts require "
-        "non-overlapping intervals."
-    ),
-    "tokenizer": (
-        "Tokenization alone: microseconds per (prompt, response) pair, mean over launches of each "
-        "launch's per-pair mean and median over every pass, and of its first pass alone (word caches "
-        "cold), 95\\% t-interval in brackets; speed-up against the Hugging Face fast tokenizer."
-    ),
-    "compile": (
-        "torch.compile on shape-cache misses: per variant (dynamic setting, padding bucket, Inductor "
-        "cache warm or cold), per-row latency p50 and p95, the first call's time in seconds and the "
-        "recompiles over the set; mean over launches, 95\\% t-interval in brackets."
-    ),
-    "gemm": (
-        "The fp32 GEMM ceiling: one encoder layer's six matmuls (Q, K, V, output, FFN up and down) "
-        "for a row of the configured length (variant -: the ceiling), of another length (tokens=n) "
-        "or a batch of b such rows (batch=b), per library, at the study's thread count; "
-        "milliseconds per layer and GFLOP/s, mean over launches, 95\\% t-interval in brackets."
-    ),
-    "batching": (
-        "Batching: the whole set per launch, in batches planned by each strategy and size, each "
-        "padded to its longest row; wall time per row (tokenization included) and throughput, mean "
-        "over launches, 95\\% t-interval in brackets. Speed-up against every row alone (batch size 1) "
-        "is the throughput ratio."
-    ),
-    "concurrency": (
-        "Concurrency: the whole set per launch through N concurrent clients, one row per request, on "
-        "one shared engine, N independent engines (threads, processes, or threads that split the "
-        "cores), or a service; wall time per row and throughput, and per-request latency p50 and "
-        "p95, mean over launches, 95\\% t-interval in brackets. Speed-up against one client on a "
-        "shared engine is the throughput ratio; launches that ran out of memory are counted, not hidden."
-    ),
-    "decomposition": (
-        "Where the speed comes from and past fp32: per-row latency of each step (a runtime and its "
-        "setting: ONNX Runtime graph optimization level, torch.compile freezing, int8 or bf16), mean over "
-        "launches of per-launch p50 and p95 and achieved GFLOP/s, 95\\% t-interval in brackets; speed-up "
-        "against eager PyTorch in fp32. Reduced-precision steps must also pass the fidelity gate (fidelity table)."
-    ),
-    "zerocopy": (
-        "Zero-copy inputs and preallocated buffers on vs off in the native engine: per-row latency, "
-        "mean over launches of per-launch p50 and p95, 95\\% t-interval in brackets."
-    ),
-}
 
 
 def study_baseline(study):
@@ -386,23 +338,21 @@ def precision_of(wildcards):
 
 
 def scoring_inputs(wildcards):
-    """The model, rows, ONNX file and gates a scoring job needs: its variant's ONNX file (int8:
-    the quantized copy, of its own group of MatMuls if it names one; optimizer: the transformers-optimized one or the relative-shift export;
-    bf16 runs in torch), behind the fp32 parity gate."""
+    """The model and rows a scoring job needs and, where its runtime loads ONNX (its declaration,
+    Runtime.onnx_needed), its variant's ONNX file behind the fp32 parity gate: the export, its int8
+    copy (of one group of MatMuls if the variant names one), or another export (optimizer)."""
     params = parse_params(wildcards.params)
-    precision = precision_of(wildcards)
-    optimizer = params.get("optimizer", "none")
     inputs = {
         "model": f"results/models/{wildcards.model}",
         "rows": f"results/data/{params['set']}.jsonl",
-        "onnx": onnx_file(
-            wildcards.model,
-            "int8" if precision == "int8" else "fp32",
-            optimizer,
-            params.get("matmuls"),
-        ),
-        "parity": f"results/correctness/{wildcards.model}.json",
     }
+    study = wildcards.get("study", "decomposition")  # a fidelity gate's runtime is a decomposition step
+    options = study_runtime_options(study, wildcards.runtime) | params
+    if not runtime_class(wildcards.runtime).onnx_needed(options):
+        return inputs | native_inputs(wildcards)
+    optimizer = params.get("optimizer", "none")
+    inputs["onnx"] = onnx_file(wildcards.model, precision_of(wildcards), optimizer, params.get("matmuls"))
+    inputs["parity"] = f"results/correctness/{wildcards.model}.json"
     if optimizer == "relative_shift":  # another export: its own parity gate too
         inputs["shift_parity"] = f"results/correctness/{wildcards.model}.relshift.json"
     return inputs | native_inputs(wildcards)

@@ -3,9 +3,9 @@ alone and as a batch of copies of itself, taken in turn in one session."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.data import load_set
-from rmbench.decomposition import operator_profiles
 from rmbench.glue import logged, write_json
 from rmbench.models import without_torch
+from rmbench.operators import operator_profiles
 from rmbench.provenance import provenance
 
 with logged(snakemake.log[0]):

@@ -2,8 +2,9 @@
 and export), or make it faster (PyTorch's per model and runtime): each row alone and batched."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.decomposition import batch_operator_latex, batch_operator_table
 from rmbench.glue import logged, read_json
+from rmbench.latex import batch_operator_latex
+from rmbench.operators import batch_operator_table
 from rmbench.tables import with_record_hosts
 
 with logged(snakemake.log[0]):

@@ -2,8 +2,9 @@
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged, read_json
+from rmbench.latex import thread_latex
 from rmbench.tables import with_record_hosts
-from rmbench.thread_probe import thread_latex, thread_table
+from rmbench.thread_probe import thread_table
 
 with logged(snakemake.log[0]):
     records = [read_json(path) for path in snakemake.input]

@@ -18,7 +18,7 @@ with logged(snakemake.log[0]):
     options |= {"binary": inp.get("binary"), "cache_root": str(Path(par.repo, "results/inductor-cache"))}
     spare_torch_import(w.runtime, "cpu", options)
     common = {"model_dir": inp.model, "device": "cpu", "threads": par.threads, "max_length": par.max_length}
-    variant = runtime_class(w.runtime)(onnx_path=inp.onnx, options=options, **common)
+    variant = runtime_class(w.runtime)(onnx_path=inp.get("onnx"), options=options, **common)
     fp32, rows, gate = read_json(inp.fp32_scores), load_set(inp.rows), par.min_agreement
     report = loaded(variant, lambda runtime: fidelity_report(runtime, fp32, rows, gate))
     report |= {"model": w.model, "runtime": w.runtime, "params": w.params, "threads": par.threads}

@@ -2,9 +2,9 @@
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.data import load_set
-from rmbench.decomposition import operator_profile
 from rmbench.glue import logged, write_json
 from rmbench.models import without_torch
+from rmbench.operators import operator_profile
 from rmbench.provenance import provenance
 
 with logged(snakemake.log[0]):

@@ -58,7 +58,7 @@ with logged(snakemake.log[0]):
         }
         spare_torch_import(w.runtime, w.device, options)  # ORT and native launches run no PyTorch
         record = run_launch(
-            cell, rows, scores, snakemake.input.model, snakemake.input.onnx, settings, options
+            cell, rows, scores, snakemake.input.model, snakemake.input.get("onnx"), settings, options
         )
     record["started_at"] = started_at
     record["provenance"] = provenance(snakemake.params.repo, w.device)

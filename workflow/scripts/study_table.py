@@ -2,7 +2,8 @@
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged, read_table
-from rmbench.tables import study_latex, study_table
+from rmbench.latex import STUDY_CAPTIONS, study_latex
+from rmbench.tables import study_table
 
 with logged(snakemake.log[0]):
     study, baseline = snakemake.wildcards.study, snakemake.params.baseline
@@ -12,4 +13,4 @@ with logged(snakemake.log[0]):
     table = study_table(summary, comparisons, study, baseline, snakemake.params.headline_set)
     table.to_csv(snakemake.output.csv, index=False)
     with open(snakemake.output.tex, "w") as f:
-        f.write(study_latex(table, study, baseline, snakemake.params.caption, f"tab:{study}"))
+        f.write(study_latex(table, study, baseline, STUDY_CAPTIONS[study], f"tab:{study}"))

@@ -1,6 +1,8 @@
 """One module per runtime behind the small interface in base.py.
 
-Adding a runtime is one module here plus one entry in RUNTIMES (and in the config schema).
+Adding a runtime is one module here plus one line in RUNTIMES: its class declares the studies it
+joins, its settings and whether it loads ONNX or PyTorch (base.Runtime), and the config checks,
+the rules and the tables read that declaration.
 """
 
 from __future__ import annotations
@@ -27,6 +29,33 @@ def runtime_class(name: str) -> type[Runtime]:
     return getattr(importlib.import_module(module), cls)
 
 
+def runtimes_of(study: str) -> list[str]:
+    """The registered runtimes that may join `study`."""
+    return [name for name in RUNTIMES if study in runtime_class(name).studies]
+
+
+def check_runtimes(config: dict) -> None:
+    """Stops with a clear message where a scoring study names a runtime that does not join it."""
+    from ..errors import RmbenchError
+
+    scoring = {study for name in RUNTIMES for study in runtime_class(name).studies}
+    for study, cfg in config["studies"].items():
+        if study not in scoring:  # the tokenizer and gemm studies time libraries, not runtimes
+            continue
+        unknown = [name for name in cfg["runtimes"] if name not in runtimes_of(study)]
+        if unknown:
+            raise RmbenchError(
+                f"studies.{study}.runtimes names {', '.join(unknown)}, which is not a runtime of this "
+                f"study (its runtimes: {', '.join(runtimes_of(study))}). A new runtime is a module in "
+                "workflow/rmbench/runtimes/ and a line in RUNTIMES (docs/runtimes.md)."
+            )
+
+
+def service_baselines() -> dict[str, tuple[str, ...]]:
+    """Each service and the in-process engines the concurrency study compares it with."""
+    return {name: runtime_class(name).compared_with for name in RUNTIMES if runtime_class(name).compared_with}
+
+
 def spare_torch_import(runtime: str, device: str, options: dict) -> None:
     """Tells transformers not to import PyTorch in a CPU process that runs `runtime` without it
     (about 5 s of start-up). CUDA processes keep it: onnxruntime-gpu may rely on the CUDA
@@ -35,4 +64,13 @@ def spare_torch_import(runtime: str, device: str, options: dict) -> None:
         without_torch()
 
 
-__all__ = ["RUNTIMES", "Runtime", "Unsupported", "runtime_class", "spare_torch_import"]
+__all__ = [
+    "RUNTIMES",
+    "Runtime",
+    "Unsupported",
+    "check_runtimes",
+    "runtime_class",
+    "runtimes_of",
+    "service_baselines",
+    "spare_torch_import",
+]

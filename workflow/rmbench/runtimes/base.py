@@ -10,8 +10,18 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import ClassVar
 
 from ..batching import PADDINGS
+from ..precision import MATMUL_GROUPS, ONNX_OPTIMIZERS
+
+# The ONNX file a cell of an ONNX runtime loads (rmbench.precision.onnx_file, wired by the rules):
+# int8 quantizes every MatMul or one group of them; an optimizer picks another export.
+ONNX_FILE_SETTINGS = {
+    "precision": (("fp32", "int8"), "fp32"),
+    "optimizer": (ONNX_OPTIMIZERS, "none"),
+    "matmuls": (MATMUL_GROUPS, "all"),
+}
 
 
 class Unsupported(Exception):
@@ -19,9 +29,19 @@ class Unsupported(Exception):
 
 
 class Runtime(ABC):
+    """A runtime declares, once, what the config may ask of it; the config checks
+    (runtimes.check_runtimes, precision.check_variants), the rules and the tables read it."""
+
     name: str = ""
+    # The scoring studies it may join (the config is refused where another names it).
+    studies: tuple[str, ...] = ()
+    # Its launches load the exported ONNX file (rules add the file and its parity gate as inputs).
     needs_onnx: bool = False
     uses_torch: bool = True  # False: its launches load transformers without PyTorch (faster start)
+    # Its settings a cell may give (as a variant or an option): name -> (allowed values, default).
+    settings: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {"padding": (PADDINGS, "longest")}
+    # A service: the in-process engines the concurrency study compares it with.
+    compared_with: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -39,10 +59,12 @@ class Runtime(ABC):
         self.max_length = max_length
         self.options = options or {}  # runtime-specific settings, e.g. the native binary
         # How far score() pads a batch (a batching cell's `padding`; rmbench.batching.PADDINGS).
-        self.padding = self.choice("padding", PADDINGS, "longest")
+        self.padding = self.choice("padding")
 
-    def choice(self, key: str, allowed: tuple[str, ...], default: str) -> str:
-        """Option `key` (default `default`), refused with a clear error unless one of `allowed`."""
+    def choice(self, key: str) -> str:
+        """Setting `key` as the cell gives it (else its declared default), refused with a clear
+        error unless one of the values `settings` declares."""
+        allowed, default = self.settings[key]
         value = str(self.options.get(key, default))
         if value not in allowed:
             raise ValueError(f"{self.name}: {key} must be one of {', '.join(allowed)}, not {value}")
@@ -62,6 +84,11 @@ class Runtime(ABC):
     def clone(self, threads: int | None = None) -> Runtime:
         """Another engine like this one, not loaded yet."""
         return type(self)(**self.constructor_args(threads))
+
+    @classmethod
+    def onnx_needed(cls, options: dict) -> bool:
+        """Whether a launch with these options loads the exported ONNX file."""
+        return cls.needs_onnx
 
     @classmethod
     def needs_torch(cls, options: dict) -> bool:

@@ -26,18 +26,20 @@ DEFAULTS = {
 
 class BatchingServerRuntime(FastAPIRuntime):
     name = "batching_server"
+    studies = ("concurrency",)
     wraps = "ort_python"
     needs_onnx = True
+    compared_with = ("ort_python", "native")
 
     @classmethod
     def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:
         return OrtPythonRuntime.unavailable_reason(device)
 
-    def settings(self) -> dict:
+    def micro_batching(self) -> dict:
         return DEFAULTS | {k: self.options[k] for k in DEFAULTS if k in self.options}
 
     def server_args(self) -> list[str]:
-        s = self.settings()
+        s = self.micro_batching()
         return [
             *super().server_args(),
             "--microbatch",
@@ -57,4 +59,4 @@ class BatchingServerRuntime(FastAPIRuntime):
         ]
 
     def describe(self) -> dict:
-        return super().describe() | {"micro_batching": self.settings()}
+        return super().describe() | {"micro_batching": self.micro_batching()}

@@ -31,13 +31,21 @@ class ServiceError(RuntimeError):
 
 class FastAPIRuntime(Runtime):
     name = "fastapi"
+    studies = ("latency", "concurrency")
     wraps = "hf_eager"  # the runtime the service scores with (option `wraps` overrides it)
+    compared_with = ("hf_eager",)
 
     @classmethod
     def needs_torch(cls, options: dict) -> bool:
         from . import runtime_class  # the registry imports this module
 
         return runtime_class(options.get("wraps", cls.wraps)).needs_torch({})
+
+    @classmethod
+    def onnx_needed(cls, options: dict) -> bool:
+        from . import runtime_class
+
+        return runtime_class(options.get("wraps", cls.wraps)).onnx_needed({})
 
     @classmethod
     def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:

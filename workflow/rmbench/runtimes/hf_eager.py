@@ -35,6 +35,12 @@ class HFEagerRuntime(Runtime):
     bf16 only); kernels (default | onednn, CPU fp32 only)."""
 
     name = "hf_eager"
+    studies = ("latency", "batching", "concurrency", "decomposition")
+    settings = Runtime.settings | {
+        "precision": (TORCH_PRECISIONS, "fp32"),
+        "head": (TORCH_HEADS, "same"),
+        "kernels": (EAGER_KERNELS, "default"),
+    }
 
     @classmethod
     def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:
@@ -43,9 +49,9 @@ class HFEagerRuntime(Runtime):
     def load(self) -> None:
         import torch
 
-        self.precision = self.choice("precision", TORCH_PRECISIONS, "fp32")
-        self.kernels = self.choice("kernels", EAGER_KERNELS, "default")
-        self.head = self.choice("head", TORCH_HEADS, "same")
+        self.precision = self.choice("precision")
+        self.kernels = self.choice("kernels")
+        self.head = self.choice("head")
         if self.head == "fp32" and self.precision != "bf16":
             raise ValueError(
                 f"{self.name}: head fp32 keeps the head out of bf16; give it with precision bf16"

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..batching import STRATEGIES, batch_plan
 from ..concurrency import MODES, partitioned_threads, shard, start_together, stop_all
 from ..data import write_jsonl
-from .base import Runtime, Unsupported
+from .base import ONNX_FILE_SETTINGS, Runtime, Unsupported
 
 
 class NativeError(RuntimeError):
@@ -24,8 +24,10 @@ class NativeError(RuntimeError):
 
 class NativeRuntime(Runtime):
     name = "native"
+    studies = ("latency", "batching", "concurrency", "decomposition", "zerocopy")
     needs_onnx = True
     uses_torch = False
+    settings = Runtime.settings | ONNX_FILE_SETTINGS
 
     @classmethod
     def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:

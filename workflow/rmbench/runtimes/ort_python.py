@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from ..export import ort_run, ort_scores, ort_session
+from ..export import GRAPH_LEVELS, ort_run, ort_scores, ort_session
 from ..models import encode, load_tokenizer
-from .base import Runtime
+from .base import ONNX_FILE_SETTINGS, Runtime
 
 
 class OrtPythonRuntime(Runtime):
@@ -14,8 +14,10 @@ class OrtPythonRuntime(Runtime):
     default all). Reduced precision comes as another ONNX file (the cell's onnx input)."""
 
     name = "ort_python"
+    studies = ("latency", "batching", "concurrency", "decomposition")
     needs_onnx = True
     uses_torch = False
+    settings = Runtime.settings | ONNX_FILE_SETTINGS | {"graph": (GRAPH_LEVELS, "all")}
 
     @classmethod
     def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:
@@ -29,7 +31,7 @@ class OrtPythonRuntime(Runtime):
 
     def load(self) -> None:
         self.tokenizer = load_tokenizer(self.model_dir)
-        self.graph = self.options.get("graph", "all")
+        self.graph = self.choice("graph")
         self.session = ort_session(self.onnx_path, self.threads, self.device, self.graph)
 
     def score(self, pairs):

@@ -37,20 +37,15 @@ from .hf_eager import HFEagerRuntime
 DYNAMIC = {"none": None, "true": True, "false": False}
 
 
-def _frozen_prepacking() -> str | None:
-    """Whether this process's frozen compiles prepack weights: Inductor sets up its freezing passes
-    at the first frozen compile, registering the weight packing only if `cpp.weight_prepack` is
-    set then, and never reads the setting again. "on" / "off", or None before any frozen compile."""
-    from torch._inductor.fx_passes import freezing_patterns, mkldnn_fusion
-
-    if not freezing_patterns.lazy_init.cache_info().currsize:
-        return None
-    init = getattr(mkldnn_fusion, "_mkldnn_weight_pack_init", None)  # absent without oneDNN
-    return "on" if init is not None and init.cache_info().currsize else "off"
-
-
 class TorchCompileRuntime(HFEagerRuntime):
     name = "torch_compile"
+    studies = ("latency", "compile", "batching", "concurrency", "decomposition")
+    settings = HFEagerRuntime.settings | {
+        "kernels": (("default",), "default"),  # Inductor picks its own kernels
+        "cache": (("warm", "cold"), "warm"),
+        "freezing": (("on", "off"), "off"),
+        "prepack": (("on", "off"), "on"),
+    }
 
     def load(self) -> None:
         self.dynamic = str(self.options.get("dynamic", "none")).lower()
@@ -60,23 +55,17 @@ class TorchCompileRuntime(HFEagerRuntime):
             )
         self.mode = self.options.get("mode", "default")
         self.bucket = int(self.options.get("bucket", 0))
-        self.cache = self.choice("cache", ("warm", "cold"), "warm")
-        self.freezing = self.choice("freezing", ("on", "off"), "off")
-        self.prepack = self.choice("prepack", ("on", "off"), "on")
+        self.cache = self.choice("cache")
+        self.freezing = self.choice("freezing")
+        self.prepack = self.choice("prepack")
         if self.prepack == "off" and self.freezing != "on":
             raise ValueError(f"{self.name}: prepack off changes what freezing does; give it with freezing on")
         super().load()
         import torch._inductor.config
 
         torch._inductor.config.freezing = self.freezing == "on"
-        if self.freezing == "on":  # prepacking is part of freezing: nothing to check without it
-            settled = _frozen_prepacking()
-            if settled not in (None, self.prepack):
-                raise RuntimeError(
-                    f"{self.name}: prepack {self.prepack} cannot take effect: an earlier frozen compile "
-                    f"in this process set Inductor's freezing passes up with prepacking {settled} (once "
-                    "per process; every launch is a fresh one)"
-                )
+        if self.freezing == "on":
+            # Read once per process, at its first frozen compile: a launch is a fresh process.
             torch._inductor.config.cpp.weight_prepack = self.prepack == "on"
         self.cache_dir = self._cache_dir()
         self.cache_warm = self.cache_dir.is_dir() and any(self.cache_dir.iterdir())

@@ -1,0 +1,597 @@
+"""Every LaTeX table the paper inputs, rendered from the study tables, and the studies' captions.
+
+The tables themselves (what is compared, with which statistics) are built elsewhere
+(rmbench.tables, decomposition, operators, thread_probe, roofline, replication); this module only
+says how they read in the paper: booktabs layout, intervals in brackets, verdicts in words, and
+a closing sentence naming the hosts the launches ran on.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .decomposition import POOLED_SET, gate_resolution
+from .operators import SUMMARY_ROWS
+from .provenance import launch_hosts
+from .stats import COUNT_LIMIT
+from .tables import (
+    ROW_PART_HEADS,
+    ROW_PARTS,
+    STUDIES,
+    across_hosts,
+    difference_columns,
+    group_keys,
+    variant_label,
+)
+from .thread_probe import RATIOS
+
+# Each study table's caption; the table adds the hosts its launches ran on.
+STUDY_CAPTIONS = {
+    "latency": (
+        "Per-row latency: mean over launches of each launch's p50 and p95, 95\\% t-interval in "
+        "brackets; each launch a fresh process scoring every row alone. Speed-up against the "
+        "baseline (point estimate, conservative bound in parentheses); verdicts require "
+        "non-overlapping intervals."
+    ),
+    "tokenizer": (
+        "Tokenization alone: microseconds per (prompt, response) pair, mean over launches of each "
+        "launch's per-pair mean and median over every pass, and of its first pass alone (word caches "
+        "cold), 95\\% t-interval in brackets; speed-up against the Hugging Face fast tokenizer."
+    ),
+    "compile": (
+        "torch.compile on shape-cache misses: per variant (dynamic setting, padding bucket, Inductor "
+        "cache warm or cold), per-row latency p50 and p95, the first call's time in seconds and the "
+        "recompiles over the set; mean over launches, 95\\% t-interval in brackets."
+    ),
+    "gemm": (
+        "The fp32 GEMM ceiling: one encoder layer's six matmuls (Q, K, V, output, FFN up and down) "
+        "for a row of the configured length (variant -: the ceiling), of another length (tokens=n) "
+        "or a batch of b such rows (batch=b), per library, at the study's thread count; "
+        "milliseconds per layer and GFLOP/s, mean over launches, 95\\% t-interval in brackets."
+    ),
+    "batching": (
+        "Batching: the whole set per launch, in batches planned by each strategy and size, each "
+        "padded to its longest row; wall time per row (tokenization included) and throughput, mean "
+        "over launches, 95\\% t-interval in brackets. Speed-up against every row alone (batch size 1) "
+        "is the throughput ratio."
+    ),
+    "concurrency": (
+        "Concurrency: the whole set per launch through N concurrent clients, one row per request, on "
+        "one shared engine, N independent engines (threads, processes, or threads that split the "
+        "cores), or a service; wall time per row and throughput, and per-request latency p50 and "
+        "p95, mean over launches, 95\\% t-interval in brackets. Speed-up against one client on a "
+        "shared engine is the throughput ratio; launches that ran out of memory are counted, not hidden."
+    ),
+    "decomposition": (
+        "Where the speed comes from and past fp32: per-row latency of each step (a runtime and its "
+        "setting: ONNX Runtime graph optimization level, torch.compile freezing, int8 or bf16), mean over "
+        "launches of per-launch p50 and p95 and achieved GFLOP/s, 95\\% t-interval in brackets; speed-up "
+        "against eager PyTorch in fp32. Reduced-precision steps must also pass the fidelity gate (fidelity table)."
+    ),
+    "zerocopy": (
+        "Zero-copy inputs and preallocated buffers on vs off in the native engine: per-row latency, "
+        "mean over launches of per-launch p50 and p95, 95\\% t-interval in brackets."
+    ),
+}
+
+
+def fmt_ci(mean: float, lo: float, hi: float, digits: int = 1) -> str:
+    if math.isnan(mean):
+        return "--"
+    if math.isnan(lo):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def fmt_pct(mean: float, lo: float = math.nan, hi: float = math.nan) -> str:
+    """A fraction as a percentage, with its interval where given: '84% [80, 88]'; '--' where none."""
+    if mean is None or math.isnan(mean):
+        return "--"
+    if math.isnan(lo):
+        return f"{100 * mean:.0f}%"
+    return f"{100 * mean:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
+
+
+def latex_escape(text: str) -> str:
+    for a, b in (
+        ("\\", r"\textbackslash{}"),
+        ("_", r"\_"),
+        ("%", r"\%"),
+        ("&", r"\&"),
+        ("#", r"\#"),
+        ("$", r"\$"),
+        ("~", r"\textasciitilde{}"),
+    ):
+        text = text.replace(a, b)
+    return text
+
+
+def booktabs(colspec: str, head: list[str], body: list[list[str]], caption: str, label: str) -> str:
+    """A LaTeX table float: header and body cells already in LaTeX. A table wider than the text
+    is scaled down to its width (graphicx), a narrower one keeps its size."""
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+        r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
+        rf"\begin{{tabular}}{{{colspec}}}",
+        r"\toprule",
+    ]
+    lines += [" & ".join(head) + r" \\", r"\midrule"]
+    lines += [" & ".join(cells) + r" \\" for cells in body]
+    lines += [
+        r"\bottomrule",
+        r"\end{tabular}}",
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label}}}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, label: str) -> str:
+    """A booktabs table: each metric with its 95% CI, speed-up and verdict against the baseline."""
+    layout = STUDIES[study]
+    between, metrics = layout["between"], layout["metrics"]
+    keys = [k for k in group_keys(study) if table[k].nunique() > 1 or k in ("model", "device")]
+    head = [k.capitalize() for k in keys] + [between.capitalize(), "Launches"]
+    head += [latex_escape(m.replace("_", " ")) + r" [95\% CI]" for m in metrics]
+    head += ["Speed-up (cons.)", "Verdict"]
+    body = []
+    for _, r in table.iterrows():
+        # a variant's parameters as the text reads them (batch=8, not batch~8)
+        shown = {k: variant_label(str(r[k])) if k == "variant" else str(r[k]) for k in [*keys, between]}
+        unstable = isinstance(r.get("warning"), str) and r["warning"] != ""
+        cells = [latex_escape(shown[k]) for k in keys] + [
+            latex_escape(shown[between]),
+            f"{r['launches_ok']}/{r['launches']}" + (r"$^\dagger$" if unstable else ""),
+        ]
+        if r["launches_ok"] == 0:
+            cells.append(
+                rf"\multicolumn{{{len(metrics)}}}{{l}}{{" + latex_escape(f"no result: {r['note']}")[:90] + "}"
+            )
+            cells += ["--", "--"]
+        else:
+            cells += [fmt_ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"]) for m in metrics]
+            point = r.get("speedup", math.nan)
+            if r[between] == baseline:
+                cells += ["1.00 (ref.)", "--"]
+            elif isinstance(point, float) and not math.isnan(point):
+                cons = r["speedup_conservative"]
+                cells.append(f"{point:.2f} ({cons:.2f})" if not math.isnan(cons) else f"{point:.2f}")
+                flipped = r.get("reproduced") == "no"
+                cells.append(latex_escape(r["verdict"]) + (r"$^\ddagger$" if flipped else ""))
+            else:
+                cells += ["--", "--"]
+        body.append(cells)
+    colspec = "l" * (len(keys) + 1) + "r" + "l" * (len(metrics) + 2)
+    if "reproduced" in table and (table["reproduced"] == "no").any():
+        caption += (
+            r" $^\ddagger$: not reproduced: the same comparison gave another verdict on a replication "
+            r"set or the other model (the CSV names which, with launch counts)."
+        )
+    if "warning" in table and table["warning"].astype(object).fillna("").ne("").any():
+        caption += (
+            r" $^\dagger$: a warning (launch-to-launch variation above the threshold, a trend with launch "
+            r"order, launches on more than one kind of host, or a comparison across hosts); the CSV gives "
+            r"the warning and the launches the configured CI half-width would need."
+        )
+    return booktabs(colspec, head, body, caption + hosts_sentence(table), label)
+
+
+def hosts_sentence(table: pd.DataFrame, subject: str = "Launches ran on") -> str:
+    """' Launches ran on <host>.' for a caption: which machine the numbers are from (none where
+    the table has no hosts)."""
+    hosts = launch_hosts(table)
+    return " " + latex_escape(f"{subject} {' and '.join(hosts)}.") if hosts else ""
+
+
+def language_latex(table: pd.DataFrame, caption: str) -> str:
+    parts = [
+        p for p in ROW_PARTS if f"{p}_difference_ms" in table and table[f"{p}_difference_ms"].notna().any()
+    ]
+    head = [
+        "Model",
+        "Device",
+        "Metric",
+        "Native ms",
+        "ORT-Python ms",
+        "Difference [90\\% CI]",
+        "Welch $p$",
+        "Verdict",
+        "Equivalence",
+    ]
+    paired = bool("paired_lo_pct" in table and table["paired_lo_pct"].notna().any())
+    if paired:
+        head.append("Paired by round [90\\% CI]")
+    head += [ROW_PART_HEADS[p] for p in parts]
+    body, shown = [], set()
+    for _, r in table.iterrows():
+        cells = [
+            r["model"],
+            r["device"],
+            latex_escape(r["metric"]),
+            f"{r['native']:.1f}",
+            f"{r['ort_python']:.1f}",
+            f"{r['difference_pct']:+.1f}\\% [{r['difference_lo_pct']:+.1f}, {r['difference_hi_pct']:+.1f}]",
+            f"{r['welch_p']:.3g}",
+            r["verdict"] + (r"$^\dagger$" if across_hosts(r) else ""),
+            _equivalence_cell(r),
+        ]
+        if paired:
+            cells.append(_paired_cell(r))
+        key = (r["model"], r["device"], r["set"])
+        for part in parts:  # one value per pair of cells: on its first metric's row
+            ms, lo, hi = (r[column] for column in difference_columns(part))
+            cells.append("" if key in shown or math.isnan(ms) else f"{ms:+.2f} [{lo:+.2f}, {hi:+.2f}]")
+        shown.add(key)
+        body.append(cells)
+    if paired:
+        caption += (
+            " Paired by round: the same test on the ratio of the native and ORT-Python launches that"
+            " ran in the same round of the schedule (a t interval on the mean log ratio), which takes"
+            " the machine's drift between rounds out of the comparison; where it shows no equivalence,"
+            " the pairs that would at the observed mean and spread of the pairs' log ratios."
+        )
+    if parts:
+        caption += (
+            " Per row: the median over rows of native's minus ORT-Python's latency (each row's median"
+            " across launches), with a 95\\% bootstrap interval over launches: a fixed cost per row"
+            " shows here at every length."
+        )
+    if len(parts) > 1:
+        caption += (
+            " The same for the row's parts, timed apart in both runtimes: tokenizing (text to token"
+            " ids) and the engine's call (input tensors, the session's run, the score out)."
+        )
+    if any(across_hosts(r) for _, r in table.iterrows()):
+        caption += r" $^\dagger$: native and ORT-Python launches from different kinds of host."
+    colspec = "lllrrrrll" + "l" * paired + "r" * len(parts)
+    return booktabs(colspec, head, body, caption + hosts_sentence(table), "tab:language")
+
+
+def _equivalence_cell(r) -> str:
+    """'equivalent', or 'not shown (n=40)' with the launches per side it would take at the
+    observed spread ('not shown' alone when the observed difference already exceeds the margin)."""
+    if r["equivalence"] != "not shown":
+        return r["equivalence"]
+    n = r["equivalence_launches"]
+    return f"not shown (n={n:.0f})" if n <= COUNT_LIMIT else "not shown"
+
+
+def _paired_cell(r) -> str:
+    """'[-2.6, +1.7] equivalent (15 pairs)': the paired interval in percent, its verdict at the
+    margin and the pairs it rests on (the Welch cell's n is the launches it would take); where not
+    shown, also the pairs it would take at the observed spread ('15 pairs, 31 needed')."""
+    if math.isnan(r["paired_lo_pct"]):
+        return "too few pairs"
+    interval = f"[{r['paired_lo_pct']:+.1f}, {r['paired_hi_pct']:+.1f}]"
+    pairs = f"{r['n_pairs']:.0f} pairs"
+    needed = r.get("pairs_for_equivalence", math.nan)
+    if r["paired_equivalence"] == "not shown" and needed <= COUNT_LIMIT:
+        pairs += f", {needed:.0f} needed"
+    return f"{interval} {r['paired_equivalence']} ({pairs})"
+
+
+def simple_latex(table: pd.DataFrame, columns: dict, caption: str, label: str) -> str:
+    """A booktabs table of `columns` ({column: header}), values formatted as they are."""
+    head = [latex_escape(h) for h in columns.values()]
+    body = [[latex_escape(str(r[c])) for c in columns] for _, r in table.iterrows()]
+    return booktabs("l" * len(columns), head, body, caption, label)
+
+
+def batch_operator_latex(table: pd.DataFrame, top: int = 5, by: str = "optimizer") -> str:
+    """The `top` operator types by |extra ms| per model and `by` (ORT: the export; PyTorch: the
+    runtime), and the summary rows."""
+    shown = pd.concat(
+        part
+        for _, group in table.groupby(["model", by])
+        for part in (
+            group[~group["op_type"].isin(SUMMARY_ROWS)].head(top),
+            group[group["op_type"].isin(SUMMARY_ROWS)],
+        )
+    )
+    ort = by == "optimizer"
+    shown = shown.assign(
+        # Inductor names a kernel after every operation it fused: the first ones say enough
+        op_type=[op if len(op) <= 40 else op[:38] + "..." for op in shown["op_type"]],
+        variant=[("stock" if v == "none" else v.replace("_", " ")) if ort else v for v in shown[by]],
+        alone=[f"{m:.2f}" for m in shown["ms_per_row_alone"]],
+        batched=[f"{m:.2f}" for m in shown["ms_per_row_batched"]],
+        ratio=["--" if math.isnan(r) else f"{r:.2f}x" for r in shown["ratio"]],
+        extra=[f"{m:+.2f}" for m in shown["extra_ms_per_row"]],
+        share=["--" if math.isnan(s) else fmt_pct(s) for s in shown["share_of_extra"]],
+    )
+    columns = {
+        "model": "Model",
+        "variant": "Export" if ort else "Runtime",
+        "op_type": "Operator",
+        "alone": "Alone",
+        "batched": "Batched",
+        "ratio": "Ratio",
+        "extra": "Extra ms",
+        "share": "Of the change",
+    }
+    if "gflops_alone" in shown:  # the operators whose work is known: the rate each achieved
+        shown["rate"] = [
+            "" if math.isnan(a) else f"{a:.0f} / {b:.0f}"
+            for a, b in zip(shown["gflops_alone"], shown["gflops_batched"])
+        ]
+        columns["rate"] = "GFLOP/s"
+    batch = int(table["batch"].iloc[0])
+    if ort:
+        caption = (
+            f"Where a CPU batch without padding spends its time: ONNX Runtime's kernel time per row (ms, from "
+            f"its profiler) with each row alone and as a batch of {batch} copies of itself, "
+            f"the operator types whose time per row changes most ({top} per model and export: the stock one, or "
+            "DeBERTa's relative attention as a diagonal shift), and each one's share of the whole change. "
+            "Each row alone and batched in turn, in one session; a few percent of an operator's time is "
+            "noise, and profiling slows every operator a little: read the differences. Total: the kernels' sum; session run: all of "
+            "\\texttt{session.run}."
+        )
+    else:
+        caption = (
+            f"Where a PyTorch batch without padding gains: each operator's own CPU time per row (ms, from "
+            f"torch.profiler) in eager PyTorch and under torch.compile with each row alone and as a batch of "
+            f"{batch} copies of itself, the operator types whose time per row changes most ({top} per model "
+            "and runtime; Inductor's generated kernels by name), and each one's share of the whole change. "
+            "Each row alone and batched in turn, in one process; profiling slows every operator a little, "
+            "eager's many small ones most: read the differences. Total: the operators' sum; whole call: "
+            "the runtime's score call, tokenizing included. GFLOP/s (alone / batched): the weight products' "
+            "work per row (a batch shares DeBERTa's relative-position projections, one per call) over "
+            "their time."
+        )
+    return simple_latex(
+        shown,
+        columns,
+        caption + hosts_sentence(table, "Measured on"),
+        "tab:batch-operators" if ort else "tab:torch-batch-operators",
+    )
+
+
+def operator_latex(table: pd.DataFrame) -> str:
+    shown = table.assign(
+        ms=["--" if math.isnan(m) else f"{m:.2f}" for m in table["ms_per_row"]],
+        pct=[fmt_pct(s) if s >= 0.01 else "<1%" for s in table["share"]],
+    )
+    caption = (
+        "Where ONNX Runtime's time goes (graph level all, fp32): kernel time per operator type from its "
+        "profiler, mean per row over the decomposition rows after warm-up, and its share of all operator "
+        "time; the last row of each model sums the matrix products (MatMul, FusedMatMul, Gemm), the "
+        "part a faster GEMM can speed up. The profiler slows every operator a little: read the shares."
+    ) + hosts_sentence(table, "Measured on")
+    return simple_latex(
+        shown,
+        {"model": "Model", "op_type": "Operator", "ms": "ms per row", "pct": "Share"},
+        caption,
+        "tab:ort-operators",
+    )
+
+
+def _speedup(point: float, conservative: float, verdict: str) -> str:
+    """'1.32x (1.05) faster'; without the bound where the intervals leave it undefined."""
+    if math.isnan(point):
+        return "--"
+    bound = "" if math.isnan(conservative) else f" ({conservative:.2f})"
+    return f"{point:.2f}x{bound} {verdict}"
+
+
+def gap_latex(gap: pd.DataFrame, set_name: str) -> str:
+    shown = gap.assign(
+        p50=[fmt_ci(r.p50_ms, r.p50_ms_lo, r.p50_ms_hi) for r in gap.itertuples()],
+        speedup=[f"{s:.2f}x" for s in gap["speedup_vs_eager"]],
+        saves=["--" if math.isnan(s) else f"{s:.1f}" for s in gap["saves_ms"]],
+        share=[fmt_pct(s) for s in gap["share_of_gap"]],
+        ceiling=[
+            fmt_pct(r.fraction_of_ceiling)
+            if math.isnan(r.fraction_in_launch)
+            else fmt_pct(r.fraction_in_launch, r.fraction_in_launch_lo, r.fraction_in_launch_hi)
+            for r in gap.itertuples()
+        ],
+    )
+    columns = {
+        "model": "Model",
+        "step": "Step",
+        "adds": "What the step adds",
+        "p50": "p50 ms [95% CI]",
+        "speedup": "vs eager",
+        "saves": "Saves ms",
+        "share": "Of the eager-ORT gap",
+        "ceiling": "Of GEMM ceiling",
+    }
+    caption = (
+        f"Where the CPU speed-up comes from on {set_name}: per-row p50 (mean over launches, 95\\% "
+        "t-interval) of eager PyTorch (with its own and with oneDNN's linear kernels), ONNX Runtime at each "
+        "graph optimization level, and torch.compile "
+        "with and without freezing; the milliseconds each step saves against the one before it, as a share "
+        "of the whole eager to ONNX Runtime (all optimizations) gap, and achieved GFLOP/s as a share of the "
+        "best measured fp32 GEMM rate: probed in each launch right after its timed region where the study "
+        "does (mean of the launches' fractions [95\\% t-interval]), else the gemm study's. Intervals and "
+        "verdicts of every pair are in the decomposition table."
+    ) + hosts_sentence(gap)
+    return simple_latex(shown, columns, caption, "tab:decomposition-gap")
+
+
+def _gate_cells(table: pd.DataFrame) -> dict[str, list[str]]:
+    """The fidelity gate's columns as the fidelity and sweep tables print them."""
+    return {
+        "agreement": [
+            f"{100 * a:.1f}% [{100 * lo:.2f}, {100 * hi:.2f}]"  # two places: 98.96 must not print as 99.0
+            for a, lo, hi in zip(table["preference_agreement"], table["agreement_lo"], table["agreement_hi"])
+        ],
+        "delta": [f"{m:.3g} / {x:.3g}" for m, x in zip(table["mean_abs_delta"], table["max_abs_delta"])],
+    }
+
+
+def _resolution_sentence(gates: pd.DataFrame, min_agreement: float) -> str:
+    pairs, lo, needed = gate_resolution(gates, min_agreement)
+    return (
+        f" With {pairs} pairs, even full agreement bounds the share from below at only {100 * lo:.1f}\\%;"
+        f" {needed} pairs without a flip would show {100 * min_agreement:g}\\%."
+    )
+
+
+def fidelity_latex(fidelity: pd.DataFrame, min_agreement: float) -> str:
+    gated_sets = sorted(set(fidelity["set"]) - {POOLED_SET})
+    pooled = (fidelity["set"] == POOLED_SET).any()
+    if pooled:  # each set's own gate stays in the CSV; the paper shows the timed set and the pool
+        fidelity = fidelity[fidelity["headline"] | (fidelity["set"] == POOLED_SET)]
+    shown = fidelity.assign(
+        **_gate_cells(fidelity),
+        **{
+            against: [
+                _speedup(*values)
+                for values in zip(
+                    fidelity[f"speedup_vs_{against}_fp32"],
+                    fidelity[f"conservative_vs_{against}_fp32"],
+                    fidelity[f"verdict_vs_{against}_fp32"],
+                )
+            ]
+            for against in ("own", "ort")
+        },
+    )
+    columns = {
+        "model": "Model",
+        "step": "Variant",
+        **({"set": "Set"} if fidelity["set"].nunique() > 1 else {}),
+        "pairs": "Pairs",
+        "agreement": "Preference agrees",
+        "delta": "Score change, mean / max",
+        "gate": "Gate",
+        "own": "p50 vs own fp32 (cons.)",
+        "ort": "p50 vs fp32 ORT (cons.)",
+    }
+    caption = (
+        "Reduced precision behind the fidelity gate: over every (chosen, rejected) pair of the set, the "
+        "share whose preference agrees with fp32 ONNX Runtime [95\\% Clopper-Pearson interval over the "
+        "pairs], and the change of the scores; a variant "
+        f"below {100 * min_agreement:g}\\% agreement is marked failed, whatever its speed. Speed-ups are "
+        "per-row p50 ratios (conservative bound in parentheses) with the verdict of non-overlapping intervals"
+        " (none where a set is gated, not timed)."
+        + _resolution_sentence(fidelity, min_agreement)
+        + (
+            f" Pooled: the distinct pairs of {', '.join(gated_sets)} together, the gate's largest sample"
+            " (each set's own gate is in fidelity.csv)."
+            if pooled
+            else ""
+        )
+    ) + hosts_sentence(fidelity, "Gates and launches ran on")
+    return simple_latex(shown, columns, caption, "tab:fidelity")
+
+
+def sweep_latex(sweep: pd.DataFrame, min_agreement: float) -> str:
+    setting_keys = [k for k in ("weight_type", "per_channel", "reduce_range", "matmuls") if k in sweep]
+    shown = sweep.assign(
+        setting=[
+            ", ".join(f"{k}={str(v).lower()}" for k, v in zip(setting_keys, values))
+            + (" (timed)" if timed else "")
+            for *values, timed in sweep[[*setting_keys, "timed"]].itertuples(index=False)
+        ],
+        **_gate_cells(sweep),
+    )
+    columns = {
+        "model": "Model",
+        "setting": "int8 setting",
+        "quantized_matmuls": "MatMuls in int8",
+        "pairs": "Pairs",
+        "agreement": "Preference agrees",
+        "delta": "Score change, mean / max",
+        "gate": "Gate",
+    }
+    caption = (
+        "Which int8 settings keep fp32's preferences: ONNX Runtime's dynamic quantization with each "
+        "weight type, per-channel and reduced-range option, of every MatMul with a constant weight or "
+        "only the feed-forward or attention ones, through the fidelity gate against fp32 ONNX Runtime "
+        f"(below {100 * min_agreement:g}\\% agreement: failed; 95\\% Clopper-Pearson interval of the "
+        "agreement over the pairs). Not timed here; the decomposition study times the settings marked (timed)."
+        + _resolution_sentence(sweep, min_agreement)
+    ) + hosts_sentence(sweep, "Gates ran on")
+    return simple_latex(shown, columns, caption, "tab:int8-sweep")
+
+
+def thread_latex(table: pd.DataFrame) -> str:
+    shown = table.assign(
+        alone=[f"{m:.1f}" for m in table["alone_ms_per_row"]],
+        batched=[f"{m:.1f}" for m in table["batched_ms_per_row"]],
+        **{c: [f"{r:.2f}x" for r in table[c]] for c in RATIOS},
+    )
+    caption = (
+        "ONNX Runtime's thread settings, ms per row of session.run: each of the batching set's first "
+        f"rows alone and as a batch of {int(table['batch'].iloc[0])} copies of itself (no padding), on one "
+        "session per setting in turn, in one process. A setting: intra-op threads (all: the project's "
+        "count), sequential or parallel execution, inter-op threads; the first is the project's. "
+        "Batched/alone below 1: the batch is cheaper per row; against the first above 1: slower."
+    ) + hosts_sentence(table, "Measured on")
+    columns = {"model": "Model", "setting": "Setting", "alone": "Alone", "batched": "Batched"}
+    columns |= {c: header for c, header in RATIOS.items()}
+    return simple_latex(shown, columns, caption, "tab:batch-threads")
+
+
+def language_caption(margin: float) -> str:
+    return (
+        "Language isolation: the native C++ engine against ONNX Runtime called from Python, on the same "
+        "ONNX file and the same libonnxruntime. Means over launches of per-launch p50/p95; the verdict "
+        "requires non-overlapping 95\\% intervals. Equivalence (two one-sided tests): the 90\\% Welch "
+        f"interval of the difference lies within $\\pm${margin * 100:g}\\%; where it does not, n "
+        "is the launches per side that would show it at the observed means and spread."
+    )
+
+
+REPLICATION_COLUMNS = {
+    "model": "Model",
+    "device": "Device",
+    "metric": "Metric",
+    "candidate": "Runtime",
+    "baseline": "vs",
+    "verdict": "Verdict",
+    "launches": "Launches",
+    "reproduced": "Reproduced",
+    "disagreeing": "Disagreeing",
+}
+
+
+def replication_latex(table: pd.DataFrame, baseline: str, headline_set: str) -> str:
+    """The replication table's verdicts against the baseline (the CSV keeps every pair)."""
+    shown = table[table["baseline"] == baseline]
+    caption = (
+        f"Replication of the latency verdicts against {baseline} on "
+        f"{headline_set}: the same comparison on every replication set and on the other "
+        "model. A verdict that flips there is marked as not reproduced, never dropped; the CSV lists "
+        "every pair of runtimes and each replication's verdict and launch counts, and the hosts behind "
+        "each check (across_hosts where they differ)."
+    )
+    caption = caption.replace("_", "\\_") + hosts_sentence(shown)
+    return simple_latex(shown, REPLICATION_COLUMNS, caption, "tab:replication")
+
+
+ROOFLINE_COLUMNS = {
+    "model": "Model",
+    "runtime": "Runtime",
+    "launches": "Launches",
+    "achieved": "Achieved GFLOP/s [95% CI]",
+    "ceiling": "GEMM ceiling GFLOP/s",
+    "fraction": "Of ceiling",
+    "in_launch": "Of ceiling probed in each launch [95% CI]",
+}
+
+
+def roofline_latex(table: pd.DataFrame) -> str:
+    shown = table.assign(
+        achieved=[fmt_ci(r.achieved_gflops, r.achieved_lo, r.achieved_hi) for r in table.itertuples()],
+        ceiling=[f"{r.ceiling_gflops:.1f} ({r.ceiling_library})" for r in table.itertuples()],
+        fraction=[fmt_pct(f) for f in table["fraction_of_ceiling"]],
+        in_launch=[
+            fmt_pct(r.fraction_in_launch, r.fraction_in_launch_lo, r.fraction_in_launch_hi)
+            for r in table.itertuples()
+        ],
+    )
+    caption = (
+        "Achieved model GFLOP/s per runtime on the CPU (encoder matmul FLOPs of every row over the "
+        "measured time, tokenization included) against the best library's fp32 GEMM rate on one encoder "
+        "layer's matmuls at the same thread count in the gemm study, and against the ceiling probed in each "
+        "launch right after its timed region (the faster of ONNX Runtime/MLAS and numpy at the launch's "
+        "median row length): mean of the per-launch fractions with its 95\\% t-interval."
+    ) + hosts_sentence(table)
+    return simple_latex(shown, ROOFLINE_COLUMNS, caption, "tab:roofline")
