@@ -26,6 +26,7 @@ rule all:
         expand("results/correctness/{model}.json", model=used_models()),
         expand("results/correctness/{model}_native.json", model=native_models()),
         study_outputs(),
+        "paper/tables/findings.md",
         ["results/notebook/analysis.ipynb"] if figure_studies() else [],
 
 

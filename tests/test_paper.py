@@ -229,3 +229,19 @@ def test_every_number_the_paper_quotes_names_a_table_and_a_model_of_the_experime
         # the fidelity table's pooled gate is over every gated set, not one of them
         assert not sample_set or sample_set in sets or (table, sample_set) == ("fidelity", POOLED_SET), key
         assert table == "host" or rest[0] in models, key
+
+
+def test_a_paper_tier_run_reads_the_text_without_what_only_the_extended_tier_prints(tmp_path):
+    from rmbench.paper import printed_text
+
+    (tmp_path / "main.tex").write_text("\\input{sections/a}\n\\ifrmextended\\input{sections/deep}\\fi\n")
+    (tmp_path / "a.tex").write_text("\\rmnum{latency/x} and\n\\ifrmextended\\rmnum{gemm/y}\n\\fi{} done")
+    (tmp_path / "deep.tex").write_text("\\rmnum{decomposition/z}")
+    files = [tmp_path / name for name in ("main.tex", "a.tex", "deep.tex")]
+    assert quoted_keys(printed_text(files, "paper")) == {"latency/x"}
+    assert quoted_keys(printed_text(files, "extended")) == {"latency/x", "gemm/y", "decomposition/z"}
+    # the paper's own text: the paper tier quotes fewer numbers, every one of them among all
+    paper, extended = (quoted_keys(printed_text(text_files(ROOT), tier)) for tier in ("paper", "extended"))
+    assert paper < extended and not any(
+        key.startswith(("decomposition/", "gemm/", "fidelity")) for key in paper
+    )

@@ -473,3 +473,24 @@ def test_notebook_recomputes_the_statistics_and_stops_when_a_table_disagrees(smo
         assert run.returncode != 0 and "concurrency" in (smoke_run / "results/logs/notebook.log").read_text()
     finally:
         table.write_text(original)
+
+
+def test_the_findings_word_every_verdict_of_the_tables(smoke_run):
+    findings = (smoke_run / "paper/tables/findings.md").read_text()
+    assert "(extended tier)" in findings  # the smoke profile runs both tiers
+    sections = re.findall(r"^## (.*)$", findings, flags=re.MULTILINE)
+    assert sections[:3] == [
+        "Latency (CPU, headline set)",
+        "The language: native against ORT-Python",
+        "Replication of the latency verdicts",
+    ]
+    latency = pd.read_csv(smoke_run / "paper/tables/latency.csv").query("set == 'main60' and device == 'cpu'")
+    lines = findings.split("## Latency (CPU, headline set)")[1].split("##")[0].strip().splitlines()
+    assert len(lines) == len(latency)  # one line per runtime and model
+    for row in latency[latency.verdict.notna()].itertuples():
+        assert (
+            f"- {row.model}, {row.runtime}: p50 {row.p50_ms:.1f} ms, {row.speedup:.2f}x the baseline"
+            in findings
+        )
+    verdicts = pd.read_csv(smoke_run / "paper/tables/batching_verdicts.csv")
+    assert all(statement in findings for statement in verdicts.statement)

@@ -299,9 +299,25 @@ def text_files(root: str | Path) -> list[Path]:
     return [root / "paper/main.tex", *sorted((root / "paper/sections").glob("*.tex"))]
 
 
+# Text that prints only in the extended tier: \ifrmextended ... \fi (never nested), and the
+# sections main.tex inputs that way.
+EXTENDED_TEXT = re.compile(r"\\ifrmextended.*?\\fi", re.DOTALL)
+EXTENDED_SECTION = re.compile(r"\\ifrmextended\\input\{sections/(\w+)\}\\fi")
+
+
 def quoted_keys(texts: list[str]) -> set[str]:
     """The keys the paper's text quotes with \\rmnum{...}."""
     return {key for text in texts for key in QUOTE.findall(text)}
+
+
+def printed_text(files: list[Path], tier: str) -> list[str]:
+    """The paper's text as a run of this tier prints it: in the paper tier, without what only the
+    extended tier prints."""
+    texts = {Path(f).stem: Path(f).read_text() for f in files}
+    if tier == "extended":
+        return list(texts.values())
+    extended = set(EXTENDED_SECTION.findall(texts.get("main", "")))
+    return [EXTENDED_TEXT.sub("", text) for name, text in texts.items() if name not in extended]
 
 
 def unmeasured_report(quoted: set[str], numbers: dict[str, str]) -> str:

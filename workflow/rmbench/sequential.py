@@ -6,13 +6,17 @@ comparison the block's table reports against its baseline (and the language pair
 - a difference: the two cells' intervals do not overlap;
 - a tie: the interval of the relative difference, paired by launch round, lies within the
   equivalence margin (two one-sided tests);
-- undecided: neither. Its cells get `step` more launches, up to their cap.
+- undecided: neither. Where both of its cells are below their caps, they get `step` more
+  launches (a comparison with a cell at its cap would gain little from launches of the other).
 
-The error rate stays honest under repeated looks by fixing the number of looks in advance and
-splitting alpha between them (Bonferroni): with K looks, each look tests at alpha / K, so the
-chance that any look calls a difference where there is none stays at or below alpha. This is
-the simplest group-sequential design (Jennison and Turnbull, Group Sequential Methods with
-Applications to Clinical Trials, 2000, ch. 1), conservative next to alpha-spending bounds.
+The error rate stays honest under repeated looks: the looks are fixed in advance by the block's
+launch counts, and alpha is spent across them by the Lan-DeMets spending function of O'Brien-
+Fleming type (Lan and DeMets, Discrete sequential boundaries for clinical trials, Biometrika 70,
+1983): look k tests at alpha(t_k) - alpha(t_k-1), t_k being its share of the cap's launches. The
+levels add up to alpha, so by the union bound (Bonferroni) the chance that any look calls a
+difference where there is none stays at or below alpha whatever the looks' correlation. Early
+looks test at tiny levels and the last near alpha, where the launches are (Jennison and Turnbull,
+Group Sequential Methods with Applications to Clinical Trials, 2000, ch. 7).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+from scipy.stats import norm
 
 from .stats import (
     equivalence_verdict,
@@ -43,21 +48,38 @@ def look_counts(minimum: int, cap: int, step: int) -> list[int]:
     return counts
 
 
+def block_schedule(limits: dict[str, tuple[int, int]], step: int) -> list[int]:
+    """The launch counts at the block's looks: those of its cell with the most looks."""
+    return max((look_counts(lo, cap, step) for lo, cap in limits.values()), key=len)
+
+
 def block_looks(limits: dict[str, tuple[int, int]], step: int) -> int:
     """How many looks a block plans (K): the most any of its cells (min, cap) can take."""
-    return max(len(look_counts(lo, cap, step)) for lo, cap in limits.values())
+    return len(block_schedule(limits, step))
 
 
-def decide(candidate: pd.Series, baseline: pd.Series, looks: int, alpha: float, margin: float) -> str:
-    """One comparison at one look, each side a metric by launch number (lower is better)."""
-    level = alpha / looks
+def spent(alpha: float, share: float) -> float:
+    """O'Brien-Fleming-type spending: the error rate spent once `share` of the launches ran."""
+    return float(2 - 2 * norm.cdf(norm.ppf(1 - alpha / 2) / share**0.5))
+
+
+def look_levels(schedule: list[int], alpha: float) -> list[float]:
+    """Each look's level: what the spending function spends between it and the look before."""
+    shares = [count / schedule[-1] for count in schedule]
+    cumulative = [spent(alpha, share) for share in shares]
+    return [b - a for a, b in zip([0.0, *cumulative], cumulative)]
+
+
+def decide(candidate: pd.Series, baseline: pd.Series, level: float, margin: float) -> str:
+    """One comparison at one look at this level, each side a metric by launch number (lower is
+    better)."""
     if len(candidate) < 2 or len(baseline) < 2:
         return "undecided"
     confidence = 1 - level
     verdict = latency_verdict(t_interval(candidate, confidence), t_interval(baseline, confidence))
     if verdict in ("faster", "slower"):
         return "difference"
-    # TOST at level alpha / K: the (1 - 2 alpha / K) interval inside the margin.
+    # TOST at this look's level: the (1 - 2 level) interval inside the margin.
     lo, hi = paired_difference_interval(*launch_pairs(candidate, baseline), confidence=1 - 2 * level)
     return "tie" if equivalence_verdict(lo, hi, margin) == "equivalent" else "undecided"
 
@@ -103,8 +125,9 @@ def look_decision(
     margin: float,
 ) -> dict:
     """The decision file of one look: every comparison's state, and the cells to extend (those
-    of an undecided comparison with an ok launch, below their cap)."""
-    looks = block_looks(limits, step)
+    of an undecided comparison whose cells both have ok launches and are below their caps)."""
+    levels = look_levels(block_schedule(limits, step), alpha)
+    looks, level = len(levels), levels[look - 1]
     metric = compared_metrics(study)[0]
     ok = table[table["status"] == "ok"]
     values = {key: g.set_index("launch")[metric].sort_index() for key, g in ok.groupby("cell_key")}
@@ -113,19 +136,20 @@ def look_decision(
     rows, extend = [], set()
     for cand, base in comparisons(table, study, baseline):
         a, b = values.get(cand, empty), values.get(base, empty)
-        decision = decide(a, b, looks, alpha, margin)
+        decision = decide(a, b, level, margin)
         rows.append(
             {"candidate": cand, "baseline": base, "metric": metric, "n_candidate": len(a)}
             | {"n_baseline": len(b), "decision": decision}
         )
-        if decision == "undecided":
-            extend |= {k for k in (cand, base) if k in values and launched[k] < limits[k][1]}
+        if decision == "undecided" and all(k in values and launched[k] < limits[k][1] for k in (cand, base)):
+            extend |= {cand, base}
     return {
         "study": study,
         "look": look,
         "looks": looks,
         "alpha": alpha,
-        "confidence_per_look": 1 - alpha / looks,
+        "level": level,  # this look's share of alpha
+        "alpha_spent": sum(levels[:look]),
         "launches": {k: int(n) for k, n in sorted(launched.items())},
         "comparisons": rows,
         "extend": sorted(extend) if look < looks else [],
@@ -158,7 +182,6 @@ def decisions_table(look_files: list[str | Path]) -> pd.DataFrame:
             rows.append(
                 block
                 | comparison
-                | {"look": decision["look"], "looks": decision["looks"]}
-                | {"confidence_per_look": decision["confidence_per_look"]}
+                | {"look": decision["look"], "looks": decision["looks"], "level": decision["level"]}
             )
     return pd.DataFrame(rows)

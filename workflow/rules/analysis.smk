@@ -300,6 +300,24 @@ rule notebook:
         "../scripts/notebook.py"
 
 
+rule findings:
+    """The run's verdicts in words, from the tables this run made (docs/findings.md quotes it)."""
+    input:
+        findings_tables,
+    output:
+        "paper/tables/findings.md",
+    log:
+        "results/logs/paper/findings.log",
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        headline_sets={s: headline_set(s) for s in enabled_studies()},
+        baselines={s: study_baseline(s) for s in enabled_studies()},
+        tier=lambda wildcards: config["tier"],  # a function: "paper" reads as a path to the linter
+    script:
+        "../scripts/findings.py"
+
+
 rule paper_numbers:
     input:
         tables=[

@@ -159,6 +159,18 @@ def study_outputs():
     return outputs
 
 
+def findings_tables(wildcards):
+    """The tables whose verdicts paper/tables/findings.md words: the paper tier's, where they run."""
+    outputs = study_outputs()
+    names = ["latency", "language", "replication", "compile", "tokenizer", "zerocopy"]
+    tables = [f"paper/tables/{n}.csv" for n in names if f"paper/tables/{n}.tex" in outputs]
+    return tables + [
+        f"paper/tables/{n}_verdicts.csv"
+        for n in ("batching", "concurrency")
+        if f"paper/tables/{n}_verdicts.csv" in outputs
+    ]
+
+
 # The tables and figures only the extended tier makes: the studies past the paper.
 EXTENDED_OUTPUTS = (
     "decomposition",
@@ -292,7 +304,7 @@ PAPER_TEXT = [str(p.relative_to(workflow.basedir)) for p in paper_text_files(wor
 
 def paper_targets(wildcards):
     """Tables, figures and the numbers the text quotes; the PDF only where latexmk exists."""
-    targets = [*study_outputs(), "paper/tables/numbers.tex"]
+    targets = [*study_outputs(), "paper/tables/numbers.tex", "paper/tables/findings.md"]
     if shutil.which("latexmk"):
         return [*targets, "paper/main.pdf"]
     print(

@@ -5,11 +5,12 @@ from pathlib import Path
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.glue import logged, read_table
-from rmbench.paper import numbers_tex, paper_numbers, quoted_keys, unmeasured_report
+from rmbench.paper import numbers_tex, paper_numbers, printed_text, quoted_keys, unmeasured_report
 
 with logged(snakemake.log[0]):
     tables = {Path(path).stem: read_table(path) for path in snakemake.input.tables}
     numbers = paper_numbers(tables, snakemake.params.headline_sets) | {"tier": snakemake.params.tier}
     Path(snakemake.output[0]).write_text(numbers_tex(numbers, snakemake.params.tier))
     print(f"{len(numbers)} numbers from {len(tables)} tables")
-    print(unmeasured_report(quoted_keys([Path(p).read_text() for p in snakemake.input.text]), numbers))
+    quoted = quoted_keys(printed_text(snakemake.input.text, snakemake.params.tier))
+    print(unmeasured_report(quoted, numbers))

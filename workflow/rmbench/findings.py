@@ -1,0 +1,135 @@
+"""What a run found, in words: one line per verdict, written from the paper's tables.
+
+docs/findings.md quotes this file from a measured run; `snakemake paper/tables/findings.md` writes
+it for any results tree, so the answers there can be checked against the tables they come from.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .stats import intervals_wording
+from .tables import variant_label
+
+
+def _num(value: float, digits: int = 2) -> str:
+    return (
+        "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+    )
+
+
+def _interval(lo: float, hi: float, digits: int = 2, unit: str = "") -> str:
+    if any(isinstance(v, float) and math.isnan(v) for v in (lo, hi)):
+        return ""
+    return f" [{lo:.{digits}f}{unit}, {hi:.{digits}f}{unit}]"
+
+
+def _hosts(*tables: pd.DataFrame) -> str:
+    hosts = sorted({h for t in tables if "host" in t for h in t["host"].dropna().unique() if h})
+    return "; ".join(hosts) or "unrecorded"
+
+
+def latency_lines(table: pd.DataFrame, headline_set: str) -> list[str]:
+    """Each runtime against the baseline on the headline set's CPU cells, p50 and speed-up."""
+    lines = []
+    rows = table[(table["set"] == headline_set) & (table["device"] == "cpu")]
+    for model, group in rows.groupby("model"):
+        for r in group.itertuples():
+            if not isinstance(r.verdict, str) or not r.verdict:
+                lines.append(f"- {model}, {r.runtime}: p50 {_num(r.p50_ms, 1)} ms (the baseline)")
+                continue
+            lines.append(
+                f"- {model}, {r.runtime}: p50 {_num(r.p50_ms, 1)} ms, {_num(r.speedup)}x the baseline"
+                f"{_interval(r.speedup_paired_lo, r.speedup_paired_hi)} paired by round, "
+                f"{r.verdict} ({intervals_wording(r.verdict)}; {r.launches_ok} launches)"
+            )
+    return lines
+
+
+def language_lines(table: pd.DataFrame) -> list[str]:
+    return [
+        f"- {r.model}, {r.metric}: native {_num(r.difference_pct, 1)}% from ORT-Python, "
+        f"paired by round{_interval(r.paired_lo_pct, r.paired_hi_pct, 1, '%')}: {r.paired_equivalence} "
+        f"within the margin ({r.n_pairs} pairs)"
+        for r in table.itertuples()
+    ]
+
+
+def replication_lines(table: pd.DataFrame, baseline: str) -> list[str]:
+    """The verdicts against the baseline, checked on the other sets and the other model."""
+    checked = table[table["reproduced"].isin(["yes", "no"]) & (table["baseline"] == baseline)]
+    flipped = checked[checked["reproduced"] == "no"]
+    lines = [f"- {len(checked) - len(flipped)} of {len(checked)} verdicts against {baseline} reproduced"]
+    lines += [
+        f"- not reproduced: {r.model} {r.metric} {r.candidate} vs {r.baseline} ({r.verdict} on the "
+        f"headline set; {r.disagreeing} disagreed)"
+        for r in flipped.itertuples()
+    ]
+    return lines
+
+
+def statement_lines(verdicts: pd.DataFrame, headline_set: str) -> list[str]:
+    """The verdict lists (batching, concurrency) as the pipeline words them, each with its model,
+    runtime (a service's line names its own) and, off the headline set, its set."""
+    lines = []
+    for r in verdicts[verdicts["device"] == "cpu"].itertuples():
+        who = [r.model] + ([r.runtime] if isinstance(r.runtime, str) else [])
+        where = "" if r.set == headline_set else f" ({r.set})"
+        lines.append(f"- {', '.join(who)}{where}: {r.statement}")
+    return lines
+
+
+def speedup_lines(table: pd.DataFrame, metric: str, unit: str) -> list[str]:
+    """A study table's cells against its baseline (tokenizer, zero-copy)."""
+    lines = []
+    for r in table[table["device"] == "cpu"].itertuples():
+        label = r.runtime if getattr(r, "variant", "-") in ("-", None) else variant_label(r.variant)
+        value = f"{_num(getattr(r, metric), 1)} {unit}"
+        if isinstance(r.verdict, str) and r.verdict:
+            value += f", {_num(r.speedup)}x the baseline, {r.verdict} ({intervals_wording(r.verdict)})"
+        lines.append(f"- {r.model}, {label}: {value}")
+    return lines
+
+
+def compile_lines(table: pd.DataFrame) -> list[str]:
+    return [
+        f"- {r.model}, {variant_label(r.variant)}: first call {_num(r.first_call_s, 1)} s, "
+        f"{_num(r.recompiles, 1)} recompiles, p50 {_num(r.p50_ms, 1)} ms"
+        for r in table[table["device"] == "cpu"].itertuples()
+    ]
+
+
+def findings_markdown(
+    tables: dict[str, pd.DataFrame], headline_sets: dict[str, str], baselines: dict[str, str], tier: str
+) -> str:
+    """The run's verdicts, study by study, for the tables this run made."""
+    out = [
+        "# What this run found",
+        "",
+        f"Written from `paper/tables/` by the `findings` rule ({tier} tier). Hosts: {_hosts(*tables.values())}.",
+        "",
+    ]
+    sections = [
+        ("latency", "Latency (CPU, headline set)", lambda t: latency_lines(t, headline_sets["latency"])),
+        ("language", "The language: native against ORT-Python", language_lines),
+        (
+            "replication",
+            "Replication of the latency verdicts",
+            lambda t: replication_lines(t, baselines["latency"]),
+        ),
+        (
+            "batching_verdicts",
+            "Batching against every row alone",
+            lambda t: statement_lines(t, headline_sets["batching"]),
+        ),
+        ("concurrency_verdicts", "Concurrency", lambda t: statement_lines(t, headline_sets["concurrency"])),
+        ("compile", "torch.compile on new lengths", compile_lines),
+        ("tokenizer", "Tokenizers (microseconds per pair)", lambda t: speedup_lines(t, "mean_us", "us")),
+        ("zerocopy", "Zero-copy and preallocated buffers", lambda t: speedup_lines(t, "p50_ms", "ms p50")),
+    ]
+    for name, title, lines in sections:
+        if name in tables:
+            out += [f"## {title}", "", *lines(tables[name]), ""]
+    return "\n".join(out)
