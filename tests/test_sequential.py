@@ -25,6 +25,14 @@ def test_the_looks_spend_alpha_and_the_last_look_most_of_it():
     assert look_levels([3], ALPHA) == pytest.approx([ALPHA])  # one look: the nominal level
 
 
+def test_an_early_look_on_two_noisy_pairs_is_undecided_not_an_overflow():
+    """At the first look's tiny level, two pairs (a t quantile with one degree of freedom) put the
+    tie interval's bounds past float range; the look must still decide (smoke's minimum is 2)."""
+    level = look_levels(look_counts(2, 8, 2), ALPHA)[0]
+    cand, base = pd.Series([100.0, 160.0], index=[1, 2]), pd.Series([150.0, 90.0], index=[1, 2])
+    assert decide(cand, base, level, MARGIN) == "undecided"
+
+
 def run_sequentially(rng, ratio: float, cv: float, drift: float) -> tuple[str, int]:
     """One simulated block: launches of a candidate and a baseline, round by round, each round
     moved by the machine's drift (shared by both sides of a round), until decided or capped."""

@@ -99,6 +99,12 @@ def _pair_log_ratios(candidate, baseline) -> np.ndarray | None:
     return np.log(c / b)
 
 
+def _ratio_minus_one(log_ratio: float) -> float:
+    """exp(log_ratio) - 1, infinite where exp overflows: at the tiny levels of an early sequential
+    look, two pairs give a t quantile in the tens of thousands and a bound past float range."""
+    return math.expm1(log_ratio) if log_ratio < 700 else math.inf
+
+
 def paired_difference_interval(candidate, baseline, confidence: float = 0.90) -> tuple[float, float]:
     """Interval of the relative difference from pairs of launches that ran side by side (the same
     round of the schedule): a t interval on the mean of each pair's log ratio, back on the ratio
@@ -108,7 +114,7 @@ def paired_difference_interval(candidate, baseline, confidence: float = 0.90) ->
     if log_ratios is None:
         return math.nan, math.nan
     log_ratio = t_interval(log_ratios, confidence)
-    return math.expm1(log_ratio.lo), math.expm1(log_ratio.hi)
+    return _ratio_minus_one(log_ratio.lo), _ratio_minus_one(log_ratio.hi)
 
 
 def paired_speedup_interval(candidate, baseline, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -116,7 +122,7 @@ def paired_speedup_interval(candidate, baseline, confidence: float = CONFIDENCE)
     round: the geometric mean of the rounds' ratios, so drift between rounds cancels (NaN under 2
     pairs). The study's verdict stays the non-overlap of the cells' intervals."""
     lo, hi = paired_difference_interval(candidate, baseline, confidence)
-    return 1 / (1 + hi), 1 / (1 + lo)
+    return 1 / (1 + hi), (1 / (1 + lo) if lo > -1 else math.inf)
 
 
 def launch_pairs(a: pd.Series | None, b: pd.Series | None) -> tuple[list, list]:
