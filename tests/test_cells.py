@@ -188,7 +188,7 @@ def launch(tiny_model, reference, runtime, device="cpu", **settings):
     )
 
 
-@pytest.mark.parametrize("runtime", ["hf_eager", "ort_python"])
+@pytest.mark.parametrize("runtime", ["hf_eager", "ort_python", "openvino"])
 def test_ok_launch_has_latencies_and_matching_scores(tiny_model, reference, runtime):
     record = launch(tiny_model, reference, runtime)
     assert record["status"] == "ok", record["reason"]
@@ -239,6 +239,30 @@ def test_missing_device_is_skipped(tiny_model, reference):
     record = launch(tiny_model, reference, "hf_eager", device="cuda")
     assert record["status"] == "skipped" and "GPU" in record["reason"]
     assert record["metrics"] == {}
+
+
+def test_openvino_records_its_settings_and_refuses_what_it_cannot_run(tiny_model, reference, tmp_path):
+    record = launch(tiny_model, reference, "openvino")
+    assert (
+        record["runtime"]["inference_precision"] == "f32" and record["runtime"]["inference_num_threads"] == 1
+    )
+    from rmbench.provenance import package_versions
+
+    assert package_versions()["openvino"]  # every record's provenance names its version
+    assert launch(tiny_model, reference, "openvino", device="cuda")["status"] == "skipped"
+    # a file OpenVINO cannot read: recorded as unsupported with its message, not a crash
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not an onnx model")
+    cell = {"study": "latency", "model": "tiny", "device": "cpu", "runtime": "openvino"}
+    record = run_launch(
+        cell | {"params": "set~t", "launch": 1},
+        tiny_model["rows"],
+        reference,
+        tiny_model["model"],
+        broken,
+        SETTINGS,
+    )
+    assert record["status"] == "unsupported" and "OpenVINO" in record["reason"]
 
 
 def test_slow_launch_times_out(tiny_model, reference):

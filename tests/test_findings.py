@@ -330,3 +330,55 @@ def test_roofline_and_gap_tables_name_their_hosts():
     )
     gap = gap_table(summary, steps[0])
     assert set(gap["host"]) == {AMX_HOST} and f"Launches ran on {AMX_HOST}." in gap_latex(gap, "s")
+
+
+def test_the_best_cpu_runtime_against_the_baseline_and_the_runner_up():
+    """Three runtimes on two models: a clear winner on one, a tie at the top on the other; GPU
+    cells and other sets do not compete."""
+    from rmbench.findings import best_runtime_lines
+    from rmbench.stats import compare_latency, summarize
+    from rmbench.tables import best_runtime_table
+
+    drift = [1.00, 1.10, 0.95, 1.05, 1.02]  # the machine's speed by round, shared by a round's cells
+    means = {
+        ("a", "hf_eager"): 200.0, ("a", "ort"): 150.0, ("a", "fast"): 100.0,
+        ("b", "hf_eager"): 200.0, ("b", "ort"): 100.0, ("b", "fast"): 99.8,
+    }  # fmt: skip
+    rows = []
+    for (model, runtime), mean in means.items():
+        for launch, shift in enumerate(drift, start=1):
+            jitter = 1 + 0.002 * (-1) ** (launch + (runtime == "fast"))  # noise within a round
+            for device, set_name, factor in (
+                ("cpu", "main", 1.0),
+                ("cuda", "main", 0.01),
+                ("cpu", "other", 0.5),
+            ):
+                rows.append(
+                    {"model": model, "device": device, "set": set_name, "variant": "-", "runtime": runtime}
+                    | {
+                        "launch": launch,
+                        "status": "ok",
+                        "reason": "",
+                        "p50_ms": mean * shift * jitter * factor,
+                        "host": "h",
+                    }
+                )
+    launches = pd.DataFrame(rows)
+    keys = ["model", "device", "set", "variant"]
+    summary = summarize(launches, [*keys, "runtime"], ["p50_ms"])
+    comparisons = compare_latency(launches, keys, "runtime", "p50_ms")
+    best = best_runtime_table(summary, comparisons, "hf_eager", "main").set_index("model")
+    assert list(best.index) == ["a", "b"] and (best["best"] == "fast").all()
+    assert best.loc["a", "runner_up"] == "ort" and best.loc["a", "over_baseline"] == pytest.approx(
+        2.0, rel=1e-3
+    )
+    assert best.loc["a", "over_runner_up"] == pytest.approx(1.5, rel=1e-3)
+    assert best.loc["a", "over_runner_up_shows"] == "faster (CIs apart)"
+    # pairing by round takes the drift out: a narrow interval around 2
+    assert (
+        1.95 < best.loc["a", "over_baseline_paired_lo"] < 2 < best.loc["a", "over_baseline_paired_hi"] < 2.05
+    )
+    assert best.loc["b", "over_runner_up_shows"] == "tied (equivalence shown)"
+    lines = best_runtime_lines(best.reset_index(), "hf_eager")
+    assert lines[1].startswith("- b: fast (5 launches); 2.00x over hf_eager")
+    assert "over ort" in lines[1] and lines[1].endswith("tied (equivalence shown)")

@@ -48,6 +48,21 @@ def latency_lines(table: pd.DataFrame, headline_set: str) -> list[str]:
     return lines
 
 
+def best_runtime_lines(table: pd.DataFrame, baseline: str) -> list[str]:
+    """The best CPU runtime per model, against the baseline and the runner-up."""
+    lines = []
+    for r in table.itertuples():
+        over = [
+            f"{_num(getattr(r, f'over_{side}'))}x {who}"
+            f"{_interval(getattr(r, f'over_{side}_paired_lo'), getattr(r, f'over_{side}_paired_hi'))} paired "
+            f"by round, {getattr(r, f'over_{side}_shows')}"
+            for side, who in (("baseline", f"over {baseline}"), ("runner_up", f"over {r.runner_up}"))
+            if isinstance(getattr(r, f"over_{side}_shows", None), str)
+        ]
+        lines.append(f"- {r.model}: {r.best} ({r.n_best} launches); " + "; ".join(over))
+    return lines
+
+
 def language_lines(table: pd.DataFrame) -> list[str]:
     return [
         f"- {r.model}, {r.metric}: native {_num(r.difference_pct, 1)}% from ORT-Python, "
@@ -113,6 +128,11 @@ def findings_markdown(
     ]
     sections = [
         ("latency", "Latency (CPU, headline set)", lambda t: latency_lines(t, headline_sets["latency"])),
+        (
+            "best_runtime",
+            "The best CPU runtime",
+            lambda t: best_runtime_lines(t, baselines["latency"]),
+        ),
         ("language", "The language: native against ORT-Python", language_lines),
         (
             "replication",

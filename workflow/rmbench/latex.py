@@ -566,6 +566,50 @@ def replication_latex(table: pd.DataFrame, baseline: str, headline_set: str) -> 
     return simple_latex(shown, REPLICATION_COLUMNS, caption, "tab:replication")
 
 
+BEST_RUNTIME_COLUMNS = {
+    "model": "Model",
+    "best": "Best CPU runtime",
+    "over_baseline_text": "Over the baseline",
+    "runner_up": "Runner-up",
+    "over_runner_up_text": "Over the runner-up",
+}
+
+
+def _standing_cell(point: float, lo: float, hi: float, shows) -> str:
+    """'1.62x [1.49, 1.91], faster (CIs apart)': a speed-up, its interval paired by round, what
+    the comparison shows; a dash where there is no comparison (the best is the baseline)."""
+    if not isinstance(shows, str):
+        return "--"
+    interval = "" if math.isnan(lo) else f" [{lo:.2f}, {hi:.2f}]"
+    return f"{point:.2f}x{interval}, {shows}"
+
+
+def best_runtime_latex(table: pd.DataFrame, baseline: str, headline_set: str) -> str:
+    """The best CPU runtime per model and how far ahead it is (tables.best_runtime_table)."""
+    shown = table.assign(
+        **{
+            f"over_{side}_text": [
+                _standing_cell(
+                    r.get(f"over_{side}", math.nan),
+                    r.get(f"over_{side}_paired_lo", math.nan),
+                    r.get(f"over_{side}_paired_hi", math.nan),
+                    r.get(f"over_{side}_shows"),
+                )
+                for _, r in table.iterrows()
+            ]
+            for side in ("baseline", "runner_up")
+        }
+    )
+    caption = (
+        f"The best CPU runtime per model on {headline_set}: the lowest mean per-launch p50 among every "
+        f"runtime of the latency study, its speed-up over {baseline} and over the runner-up with the "
+        "95\\% interval paired by launch round, and what each comparison shows: a difference only "
+        "where the cells' intervals are apart, a tie only where the equivalence test passed."
+    )
+    caption = caption.replace("_", "\\_") + hosts_sentence(table)
+    return simple_latex(shown, BEST_RUNTIME_COLUMNS, caption, "tab:best_runtime")
+
+
 ROOFLINE_COLUMNS = {
     "model": "Model",
     "runtime": "Runtime",

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PACKAGES = ("torch", "transformers", "onnxruntime", "optimum-onnx", "tokenizers", "numpy")
+PACKAGES = ("torch", "transformers", "onnxruntime", "openvino", "optimum-onnx", "tokenizers", "numpy")
 ENVIRONMENT_VARIABLES = (
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",

@@ -313,6 +313,57 @@ def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.Da
     return rows[[*keep, *columns, "speedup_conservative", "verdict", "statement"]]
 
 
+def comparison_standing(row) -> str:
+    """What one comparison shows: a difference (CIs apart), a tie (the interval paired by round
+    inside the equivalence margin) or neither, where the launches did not tell."""
+    if row["verdict"] in ("faster", "slower"):
+        return f"{row['verdict']} (CIs apart)"
+    if row["paired_equivalence"] == "equivalent":
+        return "tied (equivalence shown)"
+    return "not distinguishable (CIs overlap, no tie shown)"
+
+
+def best_runtime_table(
+    summary: pd.DataFrame, comparisons: pd.DataFrame, baseline: str, headline_set: str, metric: str = "p50_ms"
+) -> pd.DataFrame:
+    """The best CPU runtime per model (and variant) on the headline set: the lowest mean of
+    `metric` over launches, its speed-up over the baseline and over the runner-up, each with the
+    interval paired by launch round and what the comparison shows (comparison_standing)."""
+    cells = summary[
+        (summary["device"] == "cpu") & (summary["set"] == headline_set) & (summary["launches_ok"] >= 2)
+    ]
+    rows = []
+    for (model, variant), group in cells.groupby(["model", "variant"], sort=True):
+        ranked = group.sort_values(metric)["runtime"].tolist()
+        if len(ranked) < 2:
+            continue
+        best, runner_up = ranked[:2]
+        row = {"model": model, "variant": variant, "metric": metric, "best": best, "runner_up": runner_up}
+        for side, other in (("baseline", baseline), ("runner_up", runner_up)):
+            match = comparisons[
+                (comparisons["model"] == model)
+                & (comparisons["device"] == "cpu")
+                & (comparisons["set"] == headline_set)
+                & (comparisons["variant"] == variant)
+                & (comparisons["metric"] == metric)
+                & (comparisons["candidate"] == best)
+                & (comparisons["baseline"] == other)
+            ]
+            if match.empty:  # the best is the baseline itself
+                continue
+            c = match.iloc[0]
+            row |= {
+                f"over_{side}": c["speedup"],
+                f"over_{side}_paired_lo": c["speedup_paired_lo"],
+                f"over_{side}_paired_hi": c["speedup_paired_hi"],
+                f"over_{side}_shows": comparison_standing(c),
+            }
+        row["n_best"] = int(group.loc[group["runtime"] == best, "launches_ok"].iloc[0])
+        row["host"] = group["host"].iloc[0]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def _interval_text(name: str, lo: float, hi: float) -> str:
     """' [1.04, 1.14]', or ', paired by round [1.03, 1.16]' with a name; nothing without an interval."""
     if math.isnan(lo) or math.isnan(hi):

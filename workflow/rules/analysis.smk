@@ -108,6 +108,29 @@ rule replication_table:
         "../scripts/replication_table.py"
 
 
+rule best_runtime_table:
+    """The best CPU runtime per model, against the baseline and the runner-up."""
+    input:
+        summary="results/tables/latency/summary.csv",
+        comparisons="results/tables/latency/comparisons.csv",
+    output:
+        tex="paper/tables/best_runtime.tex",
+        csv=report(
+            "paper/tables/best_runtime.csv",
+            caption="../report/derived_table.rst",
+            category="Tables",
+        ),
+    log:
+        "results/logs/paper/best_runtime_table.log",
+    conda:
+        "../../envs/analysis.yaml"
+    params:
+        headline_set=headline_set("latency"),
+        baseline=study_baseline("latency"),
+    script:
+        "../scripts/best_runtime_table.py"
+
+
 rule roofline_table:
     input:
         launches="results/tables/latency/launches.csv",

@@ -134,7 +134,7 @@ def study_outputs():
         outputs.append("paper/figures/latency.pdf")
         if {"native", "ort_python"} <= set(config["studies"]["latency"]["runtimes"]):
             outputs.append("paper/tables/language.tex")
-        outputs.append("paper/tables/replication.tex")
+        outputs += ["paper/tables/replication.tex", "paper/tables/best_runtime.tex"]
         if "gemm" in enabled_studies():
             outputs.append("paper/tables/roofline.tex")
     if "batching" in enabled_studies():
@@ -162,7 +162,15 @@ def study_outputs():
 def findings_tables(wildcards):
     """The tables whose verdicts paper/tables/findings.md words: the paper tier's, where they run."""
     outputs = study_outputs()
-    names = ["latency", "language", "replication", "compile", "tokenizer", "zerocopy"]
+    names = [
+        "latency",
+        "best_runtime",
+        "language",
+        "replication",
+        "compile",
+        "tokenizer",
+        "zerocopy",
+    ]
     tables = [f"paper/tables/{n}.csv" for n in names if f"paper/tables/{n}.tex" in outputs]
     return tables + [
         f"paper/tables/{n}_verdicts.csv"
@@ -358,12 +366,16 @@ def scoring_inputs(wildcards):
         "model": f"results/models/{wildcards.model}",
         "rows": f"results/data/{params['set']}.jsonl",
     }
-    study = wildcards.get("study", "decomposition")  # a fidelity gate's runtime is a decomposition step
+    study = wildcards.get(
+        "study", "decomposition"
+    )  # a fidelity gate's runtime is a decomposition step
     options = study_runtime_options(study, wildcards.runtime) | params
     if not runtime_class(wildcards.runtime).onnx_needed(options):
         return inputs | native_inputs(wildcards)
-    optimizer = params.get("optimizer", "none")
-    inputs["onnx"] = onnx_file(wildcards.model, precision_of(wildcards), optimizer, params.get("matmuls"))
+    optimizer = options.get("optimizer", "none")  # a variant's, else the runtime's own option
+    inputs["onnx"] = onnx_file(
+        wildcards.model, precision_of(wildcards), optimizer, params.get("matmuls")
+    )
     inputs["parity"] = f"results/correctness/{wildcards.model}.json"
     if optimizer == "relative_shift":  # another export: its own parity gate too
         inputs["shift_parity"] = f"results/correctness/{wildcards.model}.relshift.json"

@@ -18,6 +18,7 @@ RUNTIMES = {
     "fastapi": "rmbench.runtimes.fastapi_service:FastAPIRuntime",
     "ort_python": "rmbench.runtimes.ort_python:OrtPythonRuntime",
     "native": "rmbench.runtimes.native:NativeRuntime",
+    "openvino": "rmbench.runtimes.openvino:OpenVinoRuntime",
     "batching_server": "rmbench.runtimes.batching_server:BatchingServerRuntime",
 }
 
