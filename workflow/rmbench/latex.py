@@ -282,6 +282,12 @@ def simple_latex(table: pd.DataFrame, columns: dict, caption: str, label: str) -
     return booktabs("l" * len(columns), head, body, caption, label)
 
 
+def plain_caption_latex(table: pd.DataFrame, columns: dict, caption: str, label: str) -> str:
+    """simple_latex with a caption written as plain text (underscores escaped) and the sentence
+    naming the hosts the table's launches ran on."""
+    return simple_latex(table, columns, caption.replace("_", "\\_") + hosts_sentence(table), label)
+
+
 def batch_operator_latex(table: pd.DataFrame, top: int = 5, by: str = "optimizer") -> str:
     """The `top` operator types by |extra ms| per model and `by` (ORT: the export; PyTorch: the
     runtime), and the summary rows."""
@@ -562,10 +568,15 @@ def replication_latex(table: pd.DataFrame, baseline: str, headline_set: str) -> 
         "every pair of runtimes and each replication's verdict and launch counts, and the hosts behind "
         "each check (across_hosts where they differ)."
     )
-    caption = caption.replace("_", "\\_") + hosts_sentence(shown)
-    return simple_latex(shown, REPLICATION_COLUMNS, caption, "tab:replication")
+    return plain_caption_latex(shown, REPLICATION_COLUMNS, caption, "tab:replication")
 
 
+BEST_RUNTIME_CAPTION = (
+    "The best CPU runtime per model on {headline_set}: the lowest mean per-launch p50 among every "
+    "runtime of the latency study, its speed-up over {baseline} and over the runner-up with the "
+    "95\\% interval paired by launch round, and what each comparison shows: a difference only "
+    "where the cells' intervals are apart, a tie only where the equivalence test passed."
+)
 BEST_RUNTIME_COLUMNS = {
     "model": "Model",
     "best": "Best CPU runtime",
@@ -600,14 +611,8 @@ def best_runtime_latex(table: pd.DataFrame, baseline: str, headline_set: str) ->
             for side in ("baseline", "runner_up")
         }
     )
-    caption = (
-        f"The best CPU runtime per model on {headline_set}: the lowest mean per-launch p50 among every "
-        f"runtime of the latency study, its speed-up over {baseline} and over the runner-up with the "
-        "95\\% interval paired by launch round, and what each comparison shows: a difference only "
-        "where the cells' intervals are apart, a tie only where the equivalence test passed."
-    )
-    caption = caption.replace("_", "\\_") + hosts_sentence(table)
-    return simple_latex(shown, BEST_RUNTIME_COLUMNS, caption, "tab:best_runtime")
+    caption = BEST_RUNTIME_CAPTION.format(headline_set=headline_set, baseline=baseline)
+    return plain_caption_latex(shown, BEST_RUNTIME_COLUMNS, caption, "tab:best_runtime")
 
 
 ROOFLINE_COLUMNS = {
