@@ -45,16 +45,20 @@ def test_latency_table_has_real_numbers(smoke_run):
     table = pd.read_csv(smoke_run / "paper/tables/latency.csv")
     cpu = table[table.device == "cpu"]
     headline = cpu[cpu.set == "main60"]
-    assert set(headline.runtime) == {"hf_eager", "torch_compile", "fastapi", "ort_python", "native"}
+    assert set(headline.runtime) == {"hf_eager", "torch_compile", "fastapi", "ort_python", "native", "openvino"}
     assert set(cpu.model) == {"deberta", "electra"}
-    assert set(cpu[cpu.set == "rep60a"].runtime) == {"hf_eager", "native"}  # the replication
-    # the language pair runs in looks (smoke: 2 launches, then 1 more while undecided, up to 3)
-    pair = cpu.runtime.isin(["native", "ort_python"]) & (cpu.set == "main60")
-    assert (cpu[~pair].launches_ok == 2).all() and cpu[pair].launches_ok.between(2, 3).all()
+    assert set(cpu[cpu.set == "rep60a"].runtime) == {"hf_eager", "native", "openvino"}  # the replication
+    # the cells with a cap run in looks (smoke: 2 launches, then 1 more while undecided, up to 3)
+    looked = cpu.runtime.isin(["hf_eager", "native", "ort_python", "openvino"]) & (cpu.set == "main60")
+    assert (cpu[~looked].launches_ok == 2).all() and cpu[looked].launches_ok.between(2, 3).all()
     looks = pd.read_csv(smoke_run / "results/tables/latency/sequential.csv")
-    for _, row in cpu[pair].iterrows():  # each cell ran what its block's last look counted
-        counted = looks[(looks.model == row.model) & looks.candidate.str.startswith(f"{row.runtime}/")]
-        assert (counted.n_candidate == row.launches_ok).all() and len(counted) > 0
+    for _, row in cpu[looked].iterrows():  # each cell ran what its block's last look counted
+        mine = looks[looks.model == row.model]
+        as_candidate = mine[mine.candidate.str.startswith(f"{row.runtime}/")]
+        as_baseline = mine[mine.baseline.str.startswith(f"{row.runtime}/")]
+        assert len(as_candidate) + len(as_baseline) > 0
+        assert (as_candidate.n_candidate == row.launches_ok).all()
+        assert (as_baseline.n_baseline == row.launches_ok).all()
     assert (cpu.p50_ms > 0).all() and (cpu.p95_ms >= cpu.p50_ms).all()
     assert (cpu.p50_ms_lo <= cpu.p50_ms).all() and (cpu.p50_ms <= cpu.p50_ms_hi).all()
     # every launch on this machine: one host per cell, named, and no cross-host warning
@@ -160,14 +164,14 @@ def test_every_study_has_its_table(smoke_run):
     roofline = pd.read_csv(smoke_run / "paper/tables/roofline.csv")
     rows = gemm[gemm.variant == "-"].groupby("model").gflops.max()  # the ceiling: a row's shapes only
     assert (roofline.ceiling_gflops == roofline.model.map(rows)).all()
-    assert len(roofline) == 10 and (roofline.fraction_of_ceiling > 0).all()
+    assert len(roofline) == 12 and (roofline.fraction_of_ceiling > 0).all()  # 6 runtimes x 2 models
     # every latency launch probed the ceiling in its own process (config: ceiling_probe)
     assert (roofline.probe_launches == roofline.launches).all() and (roofline.fraction_in_launch > 0).all()
     batching = pd.read_csv(smoke_run / "paper/tables/batching.csv")
     main = batching[(batching.set == "main60") & (batching.device == "cpu")]
     # 4 smoke variants for native and eager; ORT-Python its own 4 (repeat, padding to the max
-    # length, the relative-shift export); torch.compile its own 2
-    assert len(main) == 4 + 4 + 4 + 2 and (main.launches_ok == 2).all() and (main.throughput_rps > 0).all()
+    # length, the relative-shift export); torch.compile and OpenVINO their own 2
+    assert len(main) == 4 + 4 + 4 + 2 + 2 and (main.launches_ok == 2).all() and (main.throughput_rps > 0).all()
     # eager's GPU rows (the default's 4 cuda variants): skipped here, and the table says so
     gpu = batching[batching.device == "cuda"]
     assert set(gpu.runtime) == {"hf_eager"} and len(gpu) == 4 and (gpu.launches_ok == 0).all()
@@ -439,7 +443,7 @@ def test_paper_tables_regenerate_from_raw_launches_without_rerunning_any(smoke_r
             cell = record["cell"]
             key = (cell["model"], cell["device"], cell["params"].removeprefix("set~"), cell["runtime"])
             p50s.setdefault(key, []).append(np.percentile(record["metrics"]["latencies_ms"], 50))
-    assert len(p50s) == 10 + 2 * 2  # 5 runtimes x 2 models on main60, eager and native on rep60a
+    assert len(p50s) == 12 + 2 * 3  # 6 runtimes x 2 models on main60, 3 of them on rep60a
     for key, values in p50s.items():
         row, x = table.loc[key], np.array(values)
         half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
@@ -479,8 +483,9 @@ def test_the_findings_word_every_verdict_of_the_tables(smoke_run):
     findings = (smoke_run / "paper/tables/findings.md").read_text()
     assert "(extended tier)" in findings  # the smoke profile runs both tiers
     sections = re.findall(r"^## (.*)$", findings, flags=re.MULTILINE)
-    assert sections[:3] == [
+    assert sections[:4] == [
         "Latency (CPU, headline set)",
+        "The best CPU runtime",
         "The language: native against ORT-Python",
         "Replication of the latency verdicts",
     ]
@@ -494,3 +499,9 @@ def test_the_findings_word_every_verdict_of_the_tables(smoke_run):
         )
     verdicts = pd.read_csv(smoke_run / "paper/tables/batching_verdicts.csv")
     assert all(statement in findings for statement in verdicts.statement)
+    # the best CPU runtime: the lowest mean p50 of the latency table, per model
+    best = pd.read_csv(smoke_run / "paper/tables/best_runtime.csv")
+    assert set(best.model) == {"deberta", "electra"}
+    for r in best.itertuples():
+        cells = latency[latency.model == r.model]
+        assert r.best == cells.loc[cells.p50_ms.idxmin(), "runtime"] and f"- {r.model}: {r.best} (" in findings
