@@ -45,7 +45,14 @@ def test_latency_table_has_real_numbers(smoke_run):
     table = pd.read_csv(smoke_run / "paper/tables/latency.csv")
     cpu = table[table.device == "cpu"]
     headline = cpu[cpu.set == "main60"]
-    assert set(headline.runtime) == {"hf_eager", "torch_compile", "fastapi", "ort_python", "native", "openvino"}
+    assert set(headline.runtime) == {
+        "hf_eager",
+        "torch_compile",
+        "fastapi",
+        "ort_python",
+        "native",
+        "openvino",
+    }
     assert set(cpu.model) == {"deberta", "electra"}
     assert set(cpu[cpu.set == "rep60a"].runtime) == {"hf_eager", "native", "openvino"}  # the replication
     # the cells with a cap run in looks (smoke: 2 launches, then 1 more while undecided, up to 3)
@@ -171,7 +178,9 @@ def test_every_study_has_its_table(smoke_run):
     main = batching[(batching.set == "main60") & (batching.device == "cpu")]
     # 4 smoke variants for native and eager; ORT-Python its own 4 (repeat, padding to the max
     # length, the relative-shift export); torch.compile and OpenVINO their own 2
-    assert len(main) == 4 + 4 + 4 + 2 + 2 and (main.launches_ok == 2).all() and (main.throughput_rps > 0).all()
+    assert (
+        len(main) == 4 + 4 + 4 + 2 + 2 and (main.launches_ok == 2).all() and (main.throughput_rps > 0).all()
+    )
     # eager's GPU rows (the default's 4 cuda variants): skipped here, and the table says so
     gpu = batching[batching.device == "cuda"]
     assert set(gpu.runtime) == {"hf_eager"} and len(gpu) == 4 and (gpu.launches_ok == 0).all()
@@ -504,4 +513,6 @@ def test_the_findings_word_every_verdict_of_the_tables(smoke_run):
     assert set(best.model) == {"deberta", "electra"}
     for r in best.itertuples():
         cells = latency[latency.model == r.model]
-        assert r.best == cells.loc[cells.p50_ms.idxmin(), "runtime"] and f"- {r.model}: {r.best} (" in findings
+        assert (
+            r.best == cells.loc[cells.p50_ms.idxmin(), "runtime"] and f"- {r.model}: {r.best} (" in findings
+        )
