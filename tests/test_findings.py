@@ -382,3 +382,33 @@ def test_the_best_cpu_runtime_against_the_baseline_and_the_runner_up():
     lines = best_runtime_lines(best.reset_index(), "hf_eager")
     assert lines[1].startswith("- b: fast (5 launches); 2.00x over hf_eager")
     assert "over ort" in lines[1] and lines[1].endswith("tied (equivalence shown)")
+
+
+def test_a_cell_without_ok_launches_is_worded_as_such_not_as_the_baseline():
+    from rmbench.findings import latency_lines
+
+    common = {
+        "model": "m",
+        "set": "main",
+        "device": "cpu",
+        "speedup_paired_lo": 1.1,
+        "speedup_paired_hi": 1.3,
+    }
+    table = pd.DataFrame(
+        [
+            common
+            | {"runtime": "hf_eager", "launches_ok": 3, "launches": 3, "p50_ms": 200.0}
+            | {"speedup": math.nan, "verdict": math.nan, "note": ""},
+            common
+            | {"runtime": "fast", "launches_ok": 3, "launches": 3, "p50_ms": 100.0}
+            | {"speedup": 2.0, "verdict": "faster", "note": ""},
+            common
+            | {"runtime": "gone", "launches_ok": 0, "launches": 3, "p50_ms": math.nan}
+            | {"speedup": math.nan, "verdict": math.nan, "note": "not installed"},
+        ]
+    )
+    assert latency_lines(table, "main") == [
+        "- m, hf_eager: p50 200.0 ms (the baseline)",
+        "- m, fast: p50 100.0 ms, 2.00x the baseline [1.10, 1.30] paired by round, faster (CIs apart; 3 launches)",
+        "- m, gone: no ok launch of 3 (not installed)",
+    ]

@@ -37,6 +37,10 @@ def latency_lines(table: pd.DataFrame, headline_set: str) -> list[str]:
     rows = table[(table["set"] == headline_set) & (table["device"] == "cpu")]
     for model, group in rows.groupby("model"):
         for r in group.itertuples():
+            if not r.launches_ok:  # skipped, unsupported or failed: say so, with its reason
+                note = f" ({r.note})" if isinstance(r.note, str) and r.note else ""
+                lines.append(f"- {model}, {r.runtime}: no ok launch of {r.launches}{note}")
+                continue
             if not isinstance(r.verdict, str) or not r.verdict:
                 lines.append(f"- {model}, {r.runtime}: p50 {_num(r.p50_ms, 1)} ms (the baseline)")
                 continue
