@@ -366,9 +366,8 @@ def scoring_inputs(wildcards):
         "model": f"results/models/{wildcards.model}",
         "rows": f"results/data/{params['set']}.jsonl",
     }
-    study = wildcards.get(
-        "study", "decomposition"
-    )  # a fidelity gate's runtime is a decomposition step
+    # a fidelity gate's runtime is a decomposition step
+    study = wildcards.get("study", "decomposition")
     options = study_runtime_options(study, wildcards.runtime) | params
     if not runtime_class(wildcards.runtime).onnx_needed(options):
         return inputs | native_inputs(wildcards)
