@@ -316,11 +316,12 @@ def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.Da
 def comparison_standing(row) -> str:
     """What one comparison shows: a difference (CIs apart), a tie (the interval paired by round
     inside the equivalence margin) or neither, where the launches did not tell."""
+    wording = intervals_wording(row["verdict"])
     if row["verdict"] in ("faster", "slower"):
-        return f"{row['verdict']} (CIs apart)"
+        return f"{row['verdict']} ({wording})"
     if row["paired_equivalence"] == "equivalent":
         return "tied (equivalence shown)"
-    return "not distinguishable (CIs overlap, no tie shown)"
+    return f"not distinguishable ({wording}, no tie shown)"
 
 
 def best_runtime_table(
@@ -329,9 +330,13 @@ def best_runtime_table(
     """The best CPU runtime per model (and variant) on the headline set: the lowest mean of
     `metric` over launches, its speed-up over the baseline and over the runner-up, each with the
     interval paired by launch round and what the comparison shows (comparison_standing)."""
-    cells = summary[
-        (summary["device"] == "cpu") & (summary["set"] == headline_set) & (summary["launches_ok"] >= 2)
-    ]
+
+    def headline_cpu(frame: pd.DataFrame) -> pd.Series:
+        return (frame["device"] == "cpu") & (frame["set"] == headline_set)
+
+    cells = summary[headline_cpu(summary) & (summary["launches_ok"] >= 2)]
+    pairs = comparisons[headline_cpu(comparisons) & (comparisons["metric"] == metric)]
+    pairs = pairs.set_index(["model", "variant", "candidate", "baseline"]).sort_index()
     rows = []
     for (model, variant), group in cells.groupby(["model", "variant"], sort=True):
         ranked = group.sort_values(metric)["runtime"].tolist()
@@ -340,18 +345,10 @@ def best_runtime_table(
         best, runner_up = ranked[:2]
         row = {"model": model, "variant": variant, "metric": metric, "best": best, "runner_up": runner_up}
         for side, other in (("baseline", baseline), ("runner_up", runner_up)):
-            match = comparisons[
-                (comparisons["model"] == model)
-                & (comparisons["device"] == "cpu")
-                & (comparisons["set"] == headline_set)
-                & (comparisons["variant"] == variant)
-                & (comparisons["metric"] == metric)
-                & (comparisons["candidate"] == best)
-                & (comparisons["baseline"] == other)
-            ]
-            if match.empty:  # the best is the baseline itself
+            key = (model, variant, best, other)
+            if key not in pairs.index:  # the best is the baseline itself
                 continue
-            c = match.iloc[0]
+            c = pairs.loc[key]
             row |= {
                 f"over_{side}": c["speedup"],
                 f"over_{side}_paired_lo": c["speedup_paired_lo"],
