@@ -378,6 +378,7 @@ def test_the_best_cpu_runtime_against_the_baseline_and_the_runner_up():
     assert (
         1.95 < best.loc["a", "over_baseline_paired_lo"] < 2 < best.loc["a", "over_baseline_paired_hi"] < 2.05
     )
+    assert best.loc["a", "over_baseline_paired"] == pytest.approx(2.0, rel=1e-3)
     assert best.loc["b", "over_runner_up_shows"] == "tied (equivalence shown)"
     lines = best_runtime_lines(best.reset_index(), "hf_eager")
     assert lines[1].startswith("- b: fast (5 launches); 2.00x over hf_eager")
@@ -391,6 +392,7 @@ def test_a_cell_without_ok_launches_is_worded_as_such_not_as_the_baseline():
         "model": "m",
         "set": "main",
         "device": "cpu",
+        "speedup_paired": 1.2,
         "speedup_paired_lo": 1.1,
         "speedup_paired_hi": 1.3,
     }
@@ -409,6 +411,6 @@ def test_a_cell_without_ok_launches_is_worded_as_such_not_as_the_baseline():
     )
     assert latency_lines(table, "main") == [
         "- m, hf_eager: p50 200.0 ms (the baseline)",
-        "- m, fast: p50 100.0 ms, 2.00x the baseline [1.10, 1.30] paired by round, faster (CIs apart; 3 launches)",
+        "- m, fast: p50 100.0 ms, 2.00x the baseline, paired by round 1.20x [1.10, 1.30], faster (CIs apart; 3 launches)",
         "- m, gone: no ok launch of 3 (not installed)",
     ]

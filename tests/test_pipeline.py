@@ -193,7 +193,7 @@ def test_every_study_has_its_table(smoke_run):
     verdicts = pd.read_csv(smoke_run / "paper/tables/batching_verdicts.csv")
     assert verdicts.statement.str.match(
         r"^(naive|length_aware|token_budget|repeat) b=\d .*vs none b=1: \d+\.\d\dx( \[\d+\.\d\d, \d+\.\d\d\])?"
-        r", paired by round \[\d+\.\d\d, \d+\.\d\d\], CIs"  # launch k of each cell ran in round k
+        r", paired by round \d+\.\d\dx \[\d+\.\d\d, \d+\.\d\d\], CIs"  # launch k of each cell ran in round k
     ).all()
     assert verdicts.statement.str.contains(r"\(padding alone: \d+\.\d\dx\)$").all()
     to_max = verdicts[verdicts.candidate.str.contains("padding~max_length")]
@@ -245,7 +245,7 @@ def test_every_study_has_its_table(smoke_run):
     verdicts = pd.read_csv(smoke_run / "paper/tables/concurrency_verdicts.csv")
     assert set(verdicts.kind) == {"vs one client", "service vs engine"}
     assert verdicts.statement.str.contains(
-        r": \d+\.\d\dx(?: \[\d+\.\d\d, \d+\.\d\d\])?(?:, paired by round \[\d+\.\d\d, \d+\.\d\d\])?"
+        r": \d+\.\d\dx(?: \[\d+\.\d\d, \d+\.\d\d\])?(?:, paired by round \d+\.\d\dx \[\d+\.\d\d, \d+\.\d\d\])?"
         r", CIs (?:apart|overlap)$"
     ).all()
     assert (smoke_run / "paper/figures/concurrency.pdf").stat().st_size > 1000

@@ -240,6 +240,10 @@ def test_comparisons_pair_launches_by_round_and_skip_unpaired_or_failed_ones():
         (math.exp(-half), math.exp(half)), abs=1e-6
     )
     assert c.loc["y", "speedup_paired_lo"] == pytest.approx(c.loc["x", "speedup_paired_lo"], abs=1e-12)
+    # its point: the pairs' log ratios average to 0, so 1.0, while the ratio of means over every
+    # ok launch (x's unpartnered 500 ms, y's 900 ms) is not
+    assert c.loc["x", "speedup_paired"] == pytest.approx(1.0, abs=1e-12)
+    assert c.loc["x", "speedup"] == pytest.approx(np.mean(baseline + [900.0]) / np.mean(candidate + [500.0]))
     unnumbered = compare_latency(launches.drop(columns="launch"), ["model"], "runtime", "p50_ms")
     assert (unnumbered.n_pairs == 0).all() and set(unnumbered.paired_equivalence) == {"too few launches"}
 

@@ -11,7 +11,7 @@ import math
 import pandas as pd
 
 from .stats import intervals_wording
-from .tables import variant_label
+from .tables import paired_text, variant_label
 
 
 def _num(value: float, digits: int = 2) -> str:
@@ -44,9 +44,12 @@ def latency_lines(table: pd.DataFrame, headline_set: str) -> list[str]:
             if not isinstance(r.verdict, str) or not r.verdict:
                 lines.append(f"- {model}, {r.runtime}: p50 {_num(r.p50_ms, 1)} ms (the baseline)")
                 continue
+            paired = paired_text(
+                getattr(r, "speedup_paired", math.nan), r.speedup_paired_lo, r.speedup_paired_hi
+            )
             lines.append(
                 f"- {model}, {r.runtime}: p50 {_num(r.p50_ms, 1)} ms, {_num(r.speedup)}x the baseline"
-                f"{_interval(r.speedup_paired_lo, r.speedup_paired_hi)} paired by round, "
+                f"{', ' + paired if paired else ''}, "
                 f"{r.verdict} ({intervals_wording(r.verdict)}; {r.launches_ok} launches)"
             )
     return lines
@@ -58,8 +61,10 @@ def best_runtime_lines(table: pd.DataFrame, baseline: str) -> list[str]:
     for r in table.itertuples():
         over = [
             f"{_num(getattr(r, f'over_{side}'))}x {who}"
-            f"{_interval(getattr(r, f'over_{side}_paired_lo'), getattr(r, f'over_{side}_paired_hi'))} paired "
-            f"by round, {getattr(r, f'over_{side}_shows')}"
+            + paired_text(
+                *(getattr(r, f"over_{side}_paired{end}", math.nan) for end in ("", "_lo", "_hi")), ", "
+            )
+            + f", {getattr(r, f'over_{side}_shows')}"
             for side, who in (("baseline", f"over {baseline}"), ("runner_up", f"over {r.runner_up}"))
             if isinstance(getattr(r, f"over_{side}_shows", None), str)
         ]

@@ -281,6 +281,7 @@ def paper_numbers(tables: dict[str, pd.DataFrame], headline_sets: dict[str, str]
                 _format(row.get("speedup_boot_lo"), 2), _format(row.get("speedup_boot_hi"), 2)
             )
             # and paired by launch round (the rounds' ratios, drift between rounds cancelled)
+            values["speedup_paired"] = _format(row.get("speedup_paired"), 2)
             values["speedup_paired_ci"] = _bracket(
                 _format(row.get("speedup_paired_lo"), 2), _format(row.get("speedup_paired_hi"), 2)
             )

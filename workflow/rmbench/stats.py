@@ -125,6 +125,14 @@ def paired_speedup_interval(candidate, baseline, confidence: float = CONFIDENCE)
     return 1 / (1 + hi), (1 / (1 + lo) if lo > -1 else math.inf)
 
 
+def paired_speedup(candidate, baseline) -> float:
+    """The speed-up paired by round (baseline over candidate): the geometric mean of the rounds'
+    ratios, the point estimate inside paired_speedup_interval (NaN under 2 pairs). It can differ
+    from the ratio of means, which also counts launches without a partner."""
+    log_ratios = _pair_log_ratios(candidate, baseline)
+    return math.nan if log_ratios is None else math.exp(-float(log_ratios.mean()))
+
+
 def launch_pairs(a: pd.Series | None, b: pd.Series | None) -> tuple[list, list]:
     """The values of a's and b's launches (each indexed by launch number) that share a number:
     the schedule runs every cell's launch k in round k. Empty where launches are unnumbered
@@ -347,6 +355,7 @@ def compare_latency(
                         "speedup_conservative": conservative,
                         "speedup_boot_lo": boot_lo,
                         "speedup_boot_hi": boot_hi,
+                        "speedup_paired": paired_speedup(*paired),
                         "speedup_paired_lo": speedup_paired_lo,
                         "speedup_paired_hi": speedup_paired_hi,
                         "welch_p": welch_p(values[cand], values[base]),

@@ -144,6 +144,7 @@ def study_table(
                 "speedup_conservative": c["speedup_conservative"],
                 "speedup_boot_lo": c.get("speedup_boot_lo", math.nan),
                 "speedup_boot_hi": c.get("speedup_boot_hi", math.nan),
+                "speedup_paired": c.get("speedup_paired", math.nan),
                 "speedup_paired_lo": c.get("speedup_paired_lo", math.nan),
                 "speedup_paired_hi": c.get("speedup_paired_hi", math.nan),
                 "welch_p": c["welch_p"],
@@ -296,20 +297,21 @@ def variant_label(variant: str) -> str:
 
 def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.DataFrame:
     """One line per candidate against the baseline, e.g. 'naive b=8 vs none b=1: 0.13x [0.11,
-    0.15], paired by round [0.12, 0.14], CIs apart': the speed-up, its own 95% interval (bootstrap
-    over launches) and the same paired by launch round where there are, and whether the two cells'
-    intervals overlap (the study's verdict)."""
+    0.15], paired by round 0.13x [0.12, 0.14], CIs apart': the speed-up (ratio of means), its own
+    95% interval (bootstrap over launches), the same paired by launch round where there are (the
+    rounds' geometric mean and its interval), and whether the two cells' intervals overlap (the
+    study's verdict)."""
     rows = comparisons[(comparisons["baseline"] == baseline) & (comparisons["metric"] == metric)].copy()
     rows["statement"] = [
         f"{variant_label(r.candidate)} vs {variant_label(baseline)}: {r.speedup:.2f}x"
-        + _interval_text("", r.speedup_boot_lo, r.speedup_boot_hi)
-        + _interval_text("paired by round", r.speedup_paired_lo, r.speedup_paired_hi)
+        + _interval_text(r.speedup_boot_lo, r.speedup_boot_hi)
+        + paired_text(r.speedup_paired, r.speedup_paired_lo, r.speedup_paired_hi, ", ")
         + f", {intervals_wording(r.verdict)}"
         for r in rows.itertuples()
     ]
     keep = [k for k in ("model", "device", "set", "runtime") if k in rows]
     columns = ["candidate", "baseline", "speedup", "speedup_boot_lo", "speedup_boot_hi"]
-    columns += ["speedup_paired_lo", "speedup_paired_hi"]
+    columns += ["speedup_paired", "speedup_paired_lo", "speedup_paired_hi"]
     return rows[[*keep, *columns, "speedup_conservative", "verdict", "statement"]]
 
 
@@ -351,6 +353,7 @@ def best_runtime_table(
             c = pairs.loc[key]
             row |= {
                 f"over_{side}": c["speedup"],
+                f"over_{side}_paired": c["speedup_paired"],
                 f"over_{side}_paired_lo": c["speedup_paired_lo"],
                 f"over_{side}_paired_hi": c["speedup_paired_hi"],
                 f"over_{side}_shows": comparison_standing(c),
@@ -361,11 +364,19 @@ def best_runtime_table(
     return pd.DataFrame(rows)
 
 
-def _interval_text(name: str, lo: float, hi: float) -> str:
-    """' [1.04, 1.14]', or ', paired by round [1.03, 1.16]' with a name; nothing without an interval."""
+def paired_text(point: float, lo: float, hi: float, lead: str = "") -> str:
+    """'paired by round 1.40x [1.34, 1.45]': the rounds' geometric mean speed-up and its interval
+    (after `lead`), so a reader sees the point the interval is about; nothing without pairs."""
     if math.isnan(lo) or math.isnan(hi):
         return ""
-    return f"{', ' + name if name else ''} [{lo:.2f}, {hi:.2f}]"
+    return f"{lead}paired by round {point:.2f}x [{lo:.2f}, {hi:.2f}]"
+
+
+def _interval_text(lo: float, hi: float) -> str:
+    """' [1.04, 1.14]'; nothing without an interval."""
+    if math.isnan(lo) or math.isnan(hi):
+        return ""
+    return f" [{lo:.2f}, {hi:.2f}]"
 
 
 def with_padding_bound(verdicts: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
