@@ -88,23 +88,24 @@ def test_cell_table_of_the_extended_tier():
     config = tier_config(extended=True)
     assert config["tier"] == "extended"
     cells = cell_table(config)
-    # latency: 2 models x (cpu: eager, ort, native and OpenVINO 3 each up to 15, 3 compile + 3
-    #   fastapi, cuda: 5 + 3 + 3 + 5 + 5), replicated on 3 sets x (eager, native, OpenVINO) x 3;
+    # latency: 2 models x (cpu: eager, ort, native, OpenVINO and ort and native on the fused graph
+    #   3 each up to 15, 3 compile + 3 fastapi, cuda: 5 + 3 + 3 + 5 + 5), replicated on 3 sets x
+    #   (eager, native on both graphs, OpenVINO) x 3;
     # tokenizer: 2 models x 4 tokenizers x 5; zerocopy: deberta x 2 variants x 5;
     # compile: 2 models x 6 variants x 2; gemm: 2 models x 3 libraries x (rows of 256, 64, 128, a batch of 8) x 5;
-    # batching: 2 models x ((7 variants native + 16 ORT-Python + 7 eager + 3 OpenVINO) x 3 + 4 torch.compile
-    #   x 6 + eager's 4 GPU variants x 3), replicated on set150 by native (7) and torch.compile
+    # batching: 2 models x ((9 variants native + 18 ORT-Python + 7 eager + 3 OpenVINO) x 3 + 4 torch.compile
+    #   x 6 + eager's 4 GPU variants x 3), replicated on set150 by native (9) and torch.compile
     #   (its 4) x 3;
-    # concurrency: electra x (ORT-Python 4 variants, native 6, eager 2, fastapi 2, batching
+    # concurrency: electra x (ORT-Python 4 variants, native 6, eager 2, fastapi 4, batching
     #   server 4) x 3; decomposition: 2 models x (eager 2 precisions + oneDNN kernels, compile
     #   without and with freezing + frozen without prepacking + frozen bf16 + its head in fp32,
-    #   ORT-Python 4 levels + int8 + attention-only int8 + relative shift, native fp32 + int8 +
+    #   ORT-Python 4 levels + fused + int8 + attention-only int8 + relative shift, native fp32 + int8 +
     #   attention-only int8 + relative shift) x 3
     assert launches_per_study(cells) == {
-        "decomposition": 2 * (3 + 5 + 7 + 4) * 3,
-        "concurrency": (4 + 6 + 2 + 2 + 4) * 3,
-        "batching": 2 * ((7 + 16 + 7 + 3) * 3 + 4 * 6 + 4 * 3) + 2 * (7 + 4) * 3,
-        "latency": 2 * (66 + 21) + 2 * 3 * 3 * 3,
+        "decomposition": 2 * (3 + 5 + 8 + 4) * 3,
+        "concurrency": (4 + 6 + 2 + 4 + 4) * 3,
+        "batching": 2 * ((9 + 18 + 7 + 3) * 3 + 4 * 6 + 4 * 3) + 2 * (9 + 4) * 3,
+        "latency": 2 * (96 + 21) + 2 * 3 * 4 * 3,
         "tokenizer": 40,
         "zerocopy": 10,
         "compile": 2 * 6 * 2,

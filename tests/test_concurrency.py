@@ -232,6 +232,14 @@ def test_service_answers_503_when_its_queue_is_full(tiny_model, ort_runtime):
     batcher.submit([(pair["prompt"], pair["response"])])  # fills the queue; the batcher is not started
     answer = TestClient(create_app(ort_runtime, batcher)).post("/score", json={"pairs": [pair]})
     assert answer.status_code == 503 and "queue full" in answer.json()["detail"]
+    # the reward endpoint shares the queue
+    query = {"query": [pair["prompt"] + " " + pair["response"]]}
+    answer = TestClient(create_app(ort_runtime, batcher)).post("/get_reward", json=query)
+    assert answer.status_code == 503 and "queue full" in answer.json()["detail"]
+    # one engine without a micro-batcher bounds its waiting requests too (none may wait here)
+    plain = TestClient(create_app(ort_runtime, None, queue_size=0))
+    assert plain.post("/get_reward", json=query).status_code == 503
+    assert TestClient(create_app(ort_runtime, None)).post("/get_reward", json=query).status_code == 200
 
 
 def test_native_engine_waits_for_go(tiny_model, binary, tmp_path):

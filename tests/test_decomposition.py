@@ -376,9 +376,8 @@ def test_variants_a_runtime_lacks_stop_the_config():
     study = config["studies"]["decomposition"]
     study["runtimes"] = {"ort_python": {"variants": [{"graph": "basic"}, {"optimizer": "transformers"}]}}
     check_variants(config)
-    study["models"] = ["e", "d"]
-    with pytest.raises(RmbenchError, match="no fusions for DeBERTa-v3"):
-        check_variants(config)
+    study["models"] = ["e", "d"]  # DeBERTa's fused graph too (its attention is left unfused)
+    check_variants(config)
     study["runtimes"] = {"native": {"variants": [{"precision": "int8", "matmuls": "attention"}]}}
     check_variants(config)
     study["runtimes"] = {"native": {"variants": [{"matmuls": "attention"}]}}
@@ -737,13 +736,60 @@ def test_the_pooled_gate_counts_each_distinct_pair_once():
     assert "pooled" in latex and "Pooled: the distinct pairs of s, t together" in latex
 
 
-def test_transformers_optimizer_fuses_and_keeps_scores(tiny_model, reference, tmp_path):
-    from rmbench.export import optimize_for_transformers
+def test_transformers_optimizer_fuses_and_keeps_scores(tiny_model, reference, tmp_path, binary):
+    from rmbench.export import optimize_for_transformers, parity_failure, parity_report
 
-    fused = optimize_for_transformers(tiny_model["onnx"], tmp_path / "model.opt.onnx", tiny_model["model"])
-    assert sum(fused.values()) > 0, fused  # an ELECTRA encoder is BERT-like: something fused
-    scores = engine(tiny_model, "ort_python", onnx=tmp_path / "model.opt.onnx").score(pairs(tiny_model))
-    assert np.allclose(scores, reference, atol=1e-4)
+    fused_onnx = tmp_path / "model.opt.onnx"
+    fused = optimize_for_transformers(tiny_model["onnx"], fused_onnx, tiny_model["model"])
+    # an ELECTRA encoder is BERT-like: its one layer's attention, both residual layer norms, the
+    # feed-forward's bias and GELU, and the embeddings' layer norm, each one fused operator
+    assert (fused["Attention"], fused["SkipLayerNormalization"], fused["BiasGelu"]) == (1, 2, 1), fused
+    assert fused["EmbedLayerNormalization"] == 1
+    # both engines load the fused graph (ONNX Runtime's contrib operators) and score as PyTorch
+    for runtime, options in (("ort_python", {}), ("native", {"binary": str(binary)})):
+        scores = engine(tiny_model, runtime, onnx=fused_onnx, **options).score(pairs(tiny_model))
+        assert np.allclose(scores, reference, atol=1e-4), runtime
+    # its parity gate, rows alone and in padded batches, with the numbers
+    report = parity_report(tiny_model["model"], fused_onnx, tiny_model["rows"], reference, 1e-4, 4, 1, 0.0)
+    assert report["passed"] and parity_failure(report) is None
+    assert max(report["max_abs_err_single"], report["max_abs_err_batched"]) <= 1e-4
+    strict = parity_report(tiny_model["model"], fused_onnx, tiny_model["rows"], reference, 1e-12, 4, 1, 0.0)
+    assert not strict["passed"] and "parity gate failed" in parity_failure(strict)
+
+
+def test_a_launch_of_an_export_that_failed_its_gate_is_a_mismatch_not_timed(tiny_model, reference):
+    from rmbench.launch import run_launch
+
+    gate = {"onnx": "model.opt.onnx", "model_dir": "m", "passed": False, "tolerance": 1e-4}
+    gate |= {"max_abs_err_single": 0.5, "max_abs_err_batched": 6.75, "batch_size": 8, "worst_row": "r1"}
+    gate |= {"reference_score_std": 1.0, "min_score_std": 0.01}
+    cell = {"study": "latency", "model": "tiny", "device": "cpu", "runtime": "ort_python"}
+    cell |= {"params": "set~t+optimizer~transformers", "launch": 1}
+    settings = {"threads": 1, "max_length": 512, "warmup_rows": 1, "timeout_s": 60, "tolerance": 1e-4}
+    args = (cell, tiny_model["rows"], reference, tiny_model["model"], tiny_model["onnx"], settings, {})
+    record = run_launch(*args, gate)
+    assert record["status"] == "mismatch" and record["metrics"] == {}  # no runtime loaded, nothing timed
+    assert "6.75 (batches of 8) > tolerance 0.0001" in record["reason"]
+    assert run_launch(*args, gate | {"passed": True})["status"] == "ok"
+
+
+def test_the_latency_tables_name_a_runtime_with_its_own_export_as_a_runtime_of_its_own():
+    record = {
+        "cell": {"study": "latency", "model": "m", "device": "cpu", "runtime": "native"},
+        "settings": {"threads": 2},
+        "status": "ok",
+    }
+    fused = record | {"cell": record["cell"] | {"params": "set~s+optimizer~transformers", "launch": 1}}
+    row = launch_row(fused)
+    assert (row["runtime"], row["variant"], row["set"]) == ("native optimizer=transformers", "-", "s")
+    plain = launch_row(record | {"cell": record["cell"] | {"params": "set~s", "launch": 1}})
+    assert (plain["runtime"], plain["variant"]) == ("native", "-")
+    # other studies keep a variant a variant
+    batching = fused | {"cell": fused["cell"] | {"study": "batching"}}
+    assert (launch_row(batching)["runtime"], launch_row(batching)["variant"]) == (
+        "native",
+        "optimizer~transformers",
+    )
 
 
 def test_onnx_file_per_variant_and_the_combination_not_built():

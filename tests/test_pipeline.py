@@ -52,17 +52,27 @@ def test_latency_table_has_real_numbers(smoke_run):
         "ort_python",
         "native",
         "openvino",
+        "ort_python optimizer=transformers",  # ONNX Runtime's fused graph: a runtime of its own
+        "native optimizer=transformers",
     }
     assert set(cpu.model) == {"deberta", "electra"}
-    assert set(cpu[cpu.set == "rep60a"].runtime) == {"hf_eager", "native", "openvino"}  # the replication
+    assert set(cpu[cpu.set == "rep60a"].runtime) == {  # the replication
+        "hf_eager",
+        "native",
+        "native optimizer=transformers",
+        "openvino",
+    }
     # the cells with a cap run in looks (smoke: 2 launches, then 1 more while undecided, up to 3)
-    looked = cpu.runtime.isin(["hf_eager", "native", "ort_python", "openvino"]) & (cpu.set == "main60")
+    capped = ["hf_eager", "native", "ort_python", "openvino"]
+    looked = cpu.runtime.isin([*capped, *(f"{r} optimizer=transformers" for r in capped)])
+    looked &= cpu.set == "main60"
     assert (cpu[~looked].launches_ok == 2).all() and cpu[looked].launches_ok.between(2, 3).all()
     looks = pd.read_csv(smoke_run / "results/tables/latency/sequential.csv")
     for _, row in cpu[looked].iterrows():  # each cell ran what its block's last look counted
         mine = looks[looks.model == row.model]
-        as_candidate = mine[mine.candidate.str.startswith(f"{row.runtime}/")]
-        as_baseline = mine[mine.baseline.str.startswith(f"{row.runtime}/")]
+        name, _, export = row.runtime.partition(" optimizer=")
+        cell = f"{name}/set~main60" + (f"+optimizer~{export}" if export else "")
+        as_candidate, as_baseline = mine[mine.candidate == cell], mine[mine.baseline == cell]
         assert len(as_candidate) + len(as_baseline) > 0
         assert (as_candidate.n_candidate == row.launches_ok).all()
         assert (as_baseline.n_baseline == row.launches_ok).all()
@@ -88,6 +98,13 @@ def test_parity_reports_and_launch_records(smoke_run):
     for model in ("deberta", "electra"):
         report = json.loads((smoke_run / f"results/correctness/{model}.json").read_text())
         assert report["passed"] and report["max_abs_err_single"] <= 1e-4
+        # the fused graph's gate, and what fused: all of ELECTRA's 2 layers; DeBERTa's layer norms
+        # and GELUs but not its disentangled attention
+        fused_gate = json.loads((smoke_run / f"results/correctness/{model}.opt.json").read_text())
+        assert fused_gate["passed"] and fused_gate["onnx"].endswith("model.opt.onnx")
+        fused = json.loads((smoke_run / f"results/onnx/{model}/model.opt.json").read_text())
+        assert fused["Attention"] == (2 if model == "electra" else 0)
+        assert fused["SkipLayerNormalization"] == 4 and fused["BiasGelu"] == 2, fused
     launches = pd.read_csv(smoke_run / "results/tables/latency/launches.csv")
     assert set(launches.status) <= {"ok", "skipped"}
     record = json.loads(
@@ -171,7 +188,7 @@ def test_every_study_has_its_table(smoke_run):
     roofline = pd.read_csv(smoke_run / "paper/tables/roofline.csv")
     rows = gemm[gemm.variant == "-"].groupby("model").gflops.max()  # the ceiling: a row's shapes only
     assert (roofline.ceiling_gflops == roofline.model.map(rows)).all()
-    assert len(roofline) == 12 and (roofline.fraction_of_ceiling > 0).all()  # 6 runtimes x 2 models
+    assert len(roofline) == 16 and (roofline.fraction_of_ceiling > 0).all()  # 8 runtimes x 2 models
     # every latency launch probed the ceiling in its own process (config: ceiling_probe)
     assert (roofline.probe_launches == roofline.launches).all() and (roofline.fraction_in_launch > 0).all()
     batching = pd.read_csv(smoke_run / "paper/tables/batching.csv")
@@ -237,8 +254,11 @@ def test_every_study_has_its_table(smoke_run):
     assert threads.alone_vs_reference.iloc[0] == 1.0 and threads.batched_vs_reference.iloc[0] == 1.0
     assert r"\label{tab:batch-threads}" in (smoke_run / "paper/tables/batch_threads.tex").read_text()
     concurrency = pd.read_csv(smoke_run / "paper/tables/concurrency.csv")
-    # ORT-Python x 4 smoke variants, native its default's own 6, eager 2, fastapi 2, batching server 3
-    assert len(concurrency) == 4 + 6 + 2 + 2 + 3 and (concurrency.launches_ok == 2).all()
+    # ORT-Python x 4 smoke variants, native its default's own 6, eager 2, fastapi 3 (one of them
+    # OpenRLHF's /get_reward), batching server 3
+    assert len(concurrency) == 4 + 6 + 2 + 3 + 3 and (concurrency.launches_ok == 2).all()
+    reward = concurrency[concurrency.variant.str.contains("endpoint~get_reward")]
+    assert list(reward.runtime) == ["fastapi"] and (reward.throughput_rps > 0).all()
     adaptive = concurrency[concurrency.variant.str.contains("adaptive~on")]
     assert len(adaptive) == 1 and adaptive.runtime.item() == "batching_server"
     assert (concurrency.throughput_rps > 0).all() and (concurrency.p95_ms >= concurrency.p50_ms).all()
@@ -450,9 +470,11 @@ def test_paper_tables_regenerate_from_raw_launches_without_rerunning_any(smoke_r
         record = json.loads(path.read_text())
         if record["status"] == "ok":
             cell = record["cell"]
-            key = (cell["model"], cell["device"], cell["params"].removeprefix("set~"), cell["runtime"])
+            set_name, _, export = cell["params"].removeprefix("set~").partition("+optimizer~")
+            runtime = cell["runtime"] + (f" optimizer={export}" if export else "")
+            key = (cell["model"], cell["device"], set_name, runtime)
             p50s.setdefault(key, []).append(np.percentile(record["metrics"]["latencies_ms"], 50))
-    assert len(p50s) == 12 + 2 * 3  # 6 runtimes x 2 models on main60, 3 of them on rep60a
+    assert len(p50s) == 16 + 2 * 4  # 8 runtimes x 2 models on main60, 4 of them on rep60a
     for key, values in p50s.items():
         row, x = table.loc[key], np.array(values)
         half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))

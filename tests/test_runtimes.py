@@ -2,6 +2,7 @@
 service that validates its input, survives bad clients and never outlives its launch."""
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import ROOT
 from rmbench.export import reference_scores
@@ -89,6 +91,14 @@ def test_fastapi_launch_scores_and_leaves_no_server(tiny_model, reference):
     assert not alive(record["runtime"]["server_pid"])
 
 
+def test_a_launch_can_call_the_reward_endpoint_as_openrlhf_does(tiny_model, reference):
+    record = launch(tiny_model, reference, "fastapi", endpoint="get_reward")
+    assert record["status"] == "ok", record["reason"]  # the server split each dialogue back
+    assert record["runtime"]["endpoint"] == "get_reward" and record["metrics"]["server_p50_ms"] > 0
+    with pytest.raises(ValueError, match="endpoint must be one of score, get_reward"):
+        launch(tiny_model, reference, "fastapi", endpoint="reward")
+
+
 def test_a_service_that_cannot_start_fails_the_launch_and_is_gone(tiny_model, reference, tmp_path):
     missing = tmp_path / "no-model"
     runtime = FastAPIRuntime(missing, None, "cpu", 1, 512)
@@ -119,6 +129,58 @@ def service(tiny_model):
 def test_service_rejects_bad_requests_with_4xx(service, body):
     response = service.client.post("/score", json=body)
     assert response.status_code == 422 and response.json()["detail"]
+
+
+def test_reward_endpoint_answers_openrlhf_remote_rm_calls(service, tiny_model, reference):
+    import requests
+
+    rows = tiny_model["rows"][:3]
+    queries = [r["prompt"] + " " + r["response"] for r in rows]  # whole hh-rlhf dialogues
+    url = f"http://127.0.0.1:{service.port}/get_reward"
+
+    def remote_rm(data):  # what OpenRLHF's remote reward model client sends and reads
+        response = requests.post(
+            url=url, json=data, headers={"Content-Type": "application/json"}, timeout=180
+        )
+        response.raise_for_status()
+        assert "rewards" in response.json()
+        return response.json()["rewards"]
+
+    assert np.allclose(remote_rm({"query": queries}), reference[:3], atol=1e-4)
+    # newer clients send the prompts (and labels) too: the response is what follows the prompt
+    prompts = [r["prompt"] for r in rows]
+    with_prompts = remote_rm({"query": queries, "prompts": prompts, "labels": ["", "", ""]})
+    assert np.allclose(with_prompts, reference[:3], atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({}, "query"),
+        ({"query": []}, "query"),
+        ({"query": "one string"}, "query"),
+        ({"query": [1]}, "query"),
+        ({"query": ["no assistant turn"]}, "query 0: dialogue has no"),
+        ({"query": ["\n\nHuman: a\n\nAssistant: b"], "prompts": ["x", "y"]}, "2 prompts for 1 queries"),
+    ],
+)
+def test_reward_endpoint_rejects_bad_bodies_with_4xx(service, body, message):
+    response = service.client.post("/get_reward", json=body)
+    assert response.status_code == 422 and message in str(response.json()["detail"])
+
+
+def test_service_by_hand_names_what_is_missing(tmp_path):
+    run = subprocess.run(
+        [sys.executable, "-m", "rmbench.service", "--runtime", "ort_python", "--model-dir", str(tmp_path)],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=os.environ | {"PYTHONPATH": str(ROOT / "workflow")},
+        timeout=120,
+    )
+    # results/models/<name> -> results/onnx/<name>/model.onnx, the pipeline's export
+    expected = f"no ONNX file at {tmp_path.parents[1] / 'onnx' / tmp_path.name / 'model.onnx'}"
+    assert run.returncode == 2 and expected in run.stderr
 
 
 def test_service_rejects_empty_and_oversized_bodies(service):

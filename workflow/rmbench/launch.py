@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from .batching import batch_plan, make_batches, padding_waste
+from .export import parity_failure
 from .flops import achieved_gflops
 from .gemm_bench import probe_ceiling
 from .provenance import nvidia_gpu_present
@@ -145,9 +146,14 @@ def run_launch(
     onnx_path,
     settings: dict,
     runtime_options: dict | None = None,
+    gate: dict | None = None,
 ) -> dict:
-    """Runs one launch in this process and returns its result record (without provenance)."""
+    """Runs one launch in this process and returns its result record (without provenance). With
+    `gate`, the parity report of an export allowed to fail (the fused graph): a failed gate makes
+    the launch a mismatch, reported with the gate's numbers and not timed."""
     record = {"cell": cell, "settings": settings, "status": None, "reason": None, "metrics": {}}
+    if gate is not None and (failure := parity_failure(gate)):
+        return record | {"status": "mismatch", "reason": failure}
     if cell["device"] == "cuda" and not nvidia_gpu_present():
         # Said before any runtime imports torch or ORT: a skipped GPU cell costs little.
         return record | {"status": "skipped", "reason": "no NVIDIA GPU on this machine (no /dev/nvidia*)"}

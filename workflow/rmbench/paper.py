@@ -44,7 +44,7 @@ PREAMBLE = r"""% Written by the paper_numbers rule from paper/tables/*.csv: do n
 def _key_parts(row: pd.Series, study: str) -> list[str]:
     parts = [row["model"], row["device"]]
     if "runtime" in row and isinstance(row["runtime"], str):
-        parts.append(row["runtime"])
+        parts.append(row["runtime"].replace(" ", "-"))  # 'native optimizer=transformers' (latency)
     if "variant" in row and isinstance(row["variant"], str) and row["variant"] != "-":
         parts.append(variant_label(row["variant"]).replace(" ", "-"))
     if "step" in row and isinstance(row["step"], str):  # 'ort_python graph=all' -> ort_python-graph=all

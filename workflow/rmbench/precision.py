@@ -98,13 +98,6 @@ def check_variants(config: dict) -> None:
                     f"studies.decomposition.runtimes.{runtime}: int8 with optimizer "
                     f"{variant['optimizer']} is not built; use one of them per variant"
                 )
-            deberta = [m for m in study["models"] if "deberta" in config["models"][m]["architecture"]]
-            if variant.get("optimizer", "none") == "transformers" and deberta:
-                raise RmbenchError(
-                    f"studies.decomposition.runtimes.{runtime}: optimizer transformers has no fusions for "
-                    f"DeBERTa-v3 (model {deberta[0]}; it ran > 10 min at 13 GB without finishing here): "
-                    "use it in a study whose models are BERT-like (e.g. models: [electra])"
-                )
             for key, value in variant.items():
                 if key not in allowed or str(value) not in allowed[key]:
                     choices = "; ".join(f"{k}: {', '.join(v)}" for k, v in allowed.items())

@@ -13,7 +13,15 @@ it times every batch it runs and splits a planned batch into rows alone where th
 to be faster on this device (rmbench.batching.BatchCostModel).
 
 POST /score {"pairs": [{"prompt": ..., "response": ...}, ...]} -> {"scores": [...], "server_ms": t}
+POST /get_reward {"query": ["\n\nHuman: ...\n\nAssistant: ...", ...]} -> {"rewards": [...], "server_ms": t}
+    (OpenRLHF's remote reward model protocol: point its --remote_rm_url at http://HOST:PORT/get_reward)
 GET /health -> {"status": "ok", "runtime": {...}} once the model is loaded.
+
+Run it by hand with any runtime, e.g.
+
+    python -m rmbench.service --runtime ort_python --model-dir results/models/deberta --port 5000
+
+A bad body answers 4xx; with more than --queue-size requests waiting, 503.
 
 The server times its own work (server_ms: parse to response, model call included) so the client
 can tell transport overhead from scoring. It exits when its parent dies, so an abandoned launch
@@ -31,10 +39,13 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+from .data import split_dialogue
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # an hh-rlhf pair is a few KB; anything near this is a mistake
 MAX_PAIRS = 256
@@ -49,6 +60,33 @@ class Pair(BaseModel):
 class ScoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     pairs: list[Pair] = Field(min_length=1, max_length=MAX_PAIRS)
+
+
+class RewardRequest(BaseModel):
+    """OpenRLHF's remote reward model call: each query a whole dialogue in hh-rlhf form, prompt
+    and response together; `prompts`, where sent, the prompt part of each. Other fields its
+    newer clients send (e.g. labels) are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+    query: list[StrictStr] = Field(min_length=1, max_length=MAX_PAIRS)
+    prompts: list[StrictStr] | None = None
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """(prompt, response) per query: after its prompt where one is sent and begins it, else
+        split at its last '\n\nAssistant:' as the data is (rmbench.data.split_dialogue)."""
+        if self.prompts is not None and len(self.prompts) != len(self.query):
+            raise ValueError(f"{len(self.prompts)} prompts for {len(self.query)} queries")
+        pairs = []
+        for i, query in enumerate(self.query):
+            prompt = self.prompts[i] if self.prompts is not None else None
+            if prompt and query.startswith(prompt):
+                pairs.append((prompt, query[len(prompt) :].strip()))
+                continue
+            try:
+                pairs.append(split_dialogue(query))
+            except ValueError as e:
+                raise ValueError(f"query {i}: {e} (send hh-rlhf text, or its prompt in 'prompts')") from None
+        return pairs
 
 
 STOPPED = "rmbench service: stopped cleanly"
@@ -153,7 +191,9 @@ class MicroBatcher:
                 future.set_result(answer)
 
 
-def create_app(runtime, batcher: MicroBatcher | None = None, request_timeout_s: float = 60.0) -> FastAPI:
+def create_app(
+    runtime, batcher: MicroBatcher | None = None, request_timeout_s: float = 60.0, queue_size: int = 256
+) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
@@ -164,6 +204,7 @@ def create_app(runtime, batcher: MicroBatcher | None = None, request_timeout_s: 
 
     app = FastAPI(title="rmbench scoring service", lifespan=lifespan)
     lock = threading.Lock()  # one model, one request at a time: concurrent requests queue
+    waiting = threading.BoundedSemaphore(queue_size)  # ... up to queue_size of them, then 503
 
     @app.middleware("http")
     async def limit_body(request: Request, call_next):
@@ -185,26 +226,55 @@ def create_app(runtime, batcher: MicroBatcher | None = None, request_timeout_s: 
     def stats():
         return batcher.stats if batcher else {}
 
+    def score_pairs(pairs: list[tuple[str, str]]):
+        """The pairs' scores, or the 503 / 504 answer when the queue is full or too slow."""
+        if batcher is None:
+            if not waiting.acquire(blocking=False):
+                return JSONResponse(
+                    {"detail": f"queue full ({queue_size} requests waiting)"}, status_code=503
+                )
+            try:
+                with lock:
+                    return runtime.score(pairs)
+            finally:
+                waiting.release()
+        try:
+            future = batcher.submit(pairs)
+        except QueueFull as e:
+            return JSONResponse({"detail": str(e)}, status_code=503)
+        try:
+            return future.result(timeout=request_timeout_s)
+        except TimeoutError:
+            future.cancel()
+            return JSONResponse({"detail": f"not scored within {request_timeout_s:g} s"}, status_code=504)
+
     @app.post("/score")
     def score(request: ScoreRequest):
         start = time.perf_counter()
-        pairs = [(p.prompt, p.response) for p in request.pairs]
-        if batcher is None:
-            with lock:
-                scores = runtime.score(pairs)
-        else:
-            try:
-                future = batcher.submit(pairs)
-            except QueueFull as e:
-                return JSONResponse({"detail": str(e)}, status_code=503)
-            try:
-                scores = future.result(timeout=request_timeout_s)
-            except TimeoutError:
-                future.cancel()
-                return JSONResponse({"detail": f"not scored within {request_timeout_s:g} s"}, status_code=504)
+        scores = score_pairs([(p.prompt, p.response) for p in request.pairs])
+        if isinstance(scores, JSONResponse):
+            return scores
         return {"scores": scores, "server_ms": (time.perf_counter() - start) * 1e3}
 
+    @app.post("/get_reward")
+    def get_reward(request: RewardRequest):
+        start = time.perf_counter()
+        try:
+            pairs = request.pairs()
+        except ValueError as e:
+            return JSONResponse({"detail": str(e)}, status_code=422)
+        rewards = score_pairs(pairs)
+        if isinstance(rewards, JSONResponse):
+            return rewards
+        return {"rewards": [float(r) for r in rewards], "server_ms": (time.perf_counter() - start) * 1e3}
+
     return app
+
+
+def default_onnx(model_dir) -> str:
+    """The pipeline's export of a model folder: results/models/<name> -> results/onnx/<name>/model.onnx."""
+    model_dir = Path(model_dir)
+    return str(model_dir.parent.parent / "onnx" / model_dir.name / "model.onnx")
 
 
 def exit_with_parent(parent_pid: int, interval_s: float = 1.0) -> None:
@@ -233,7 +303,10 @@ def main(argv=None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--parent-pid", type=int, help="exit when this process is gone")
-    parser.add_argument("--onnx", help="the ONNX file (runtimes that need one)")
+    parser.add_argument(
+        "--onnx", help="the ONNX file (runtimes that need one; default: the pipeline's export of the model)"
+    )
+    parser.add_argument("--binary", default="results/native/bin/rmscore", help="the native engine")
     parser.add_argument("--microbatch", choices=["naive", "length_aware", "token_budget"])
     parser.add_argument("--max-batch", type=int, default=8, help="rows per batch at most")
     parser.add_argument("--token-budget", type=int, default=4096, help="token_budget: rows x longest")
@@ -247,9 +320,17 @@ def main(argv=None) -> None:
 
     if args.parent_pid:
         exit_with_parent(args.parent_pid)
-    runtime = runtime_class(args.runtime)(
-        args.model_dir, args.onnx, args.device, args.threads, args.max_length
-    )
+    cls = runtime_class(args.runtime)
+    options = {"binary": args.binary} if args.runtime == "native" else {}
+    onnx = args.onnx or (default_onnx(args.model_dir) if cls.onnx_needed(options) else None)
+    for what, path in (
+        ("model", args.model_dir),
+        ("ONNX file", onnx),
+        ("native engine", options.get("binary")),
+    ):
+        if path and not Path(path).exists():
+            parser.error(f"no {what} at {path}: build it first, e.g. `snakemake --cores 1 {path}`")
+    runtime = cls(args.model_dir, onnx, args.device, args.threads, args.max_length, options)
     runtime.load()
     batcher = None
     if args.microbatch:
@@ -279,7 +360,7 @@ def main(argv=None) -> None:
             args.queue_size,
             cost_model,
         ).start()
-    app = create_app(runtime, batcher, args.request_timeout_s)
+    app = create_app(runtime, batcher, args.request_timeout_s, args.queue_size)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     if args.fd is not None:

@@ -22,7 +22,9 @@ CELL_KEYS = ["study", "model", "device", "runtime", "params", "launch"]
 # speed-ups and verdicts). Metrics named in `report_only` (higher is better) get intervals but no
 # comparisons.
 STUDIES = {
-    "latency": {"between": "runtime", "metrics": ["p50_ms", "p95_ms"]},
+    # A runtime's own variant (e.g. another export) is a runtime of its own here, named like a
+    # decomposition step ('native optimizer=transformers'), compared with every other runtime.
+    "latency": {"between": "runtime", "metrics": ["p50_ms", "p95_ms"], "variant_in_runtime": True},
     # first_pass_us: the first pass over the set, where the tokenizers' word caches are cold.
     "tokenizer": {"between": "runtime", "metrics": ["mean_us", "p50_us", "first_pass_us"]},
     "zerocopy": {"between": "variant", "metrics": ["p50_ms", "p95_ms"]},
@@ -81,6 +83,8 @@ def launch_row(record: dict) -> dict:
     row = {k: cell[k] for k in CELL_KEYS} | params
     row["variant"] = "+".join(f"{k}~{v}" for k, v in params.items() if k != "set") or "-"
     row["step"] = step_name(cell["runtime"], params)
+    if STUDIES[cell["study"]].get("variant_in_runtime"):
+        row["runtime"], row["variant"] = row["step"], "-"
     row |= {"status": record["status"], "reason": record.get("reason") or ""}
     row |= {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     row |= {

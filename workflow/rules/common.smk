@@ -378,6 +378,9 @@ def scoring_inputs(wildcards):
     inputs["parity"] = f"results/correctness/{wildcards.model}.json"
     if optimizer == "relative_shift":  # another export: its own parity gate too
         inputs["shift_parity"] = f"results/correctness/{wildcards.model}.relshift.json"
+    # the fused graph: a gate it may fail (then its launches say so)
+    if optimizer == "transformers":
+        inputs["fused_parity"] = f"results/correctness/{wildcards.model}.opt.json"
     return inputs | native_inputs(wildcards)
 
 

@@ -50,6 +50,24 @@ rule optimize_onnx:
         "../scripts/optimize_onnx.py"
 
 
+# The fused graph's parity gate. Fusions may move scores, so a failure is data, not a stop: its
+# launches are recorded as mismatches with the gate's numbers, untimed (rmbench.launch).
+use rule parity as parity_fused with:
+    input:
+        model="results/models/{model}",
+        onnx="results/onnx/{model}/model.opt.onnx",
+        rows="results/data/main60.jsonl",
+        reference="results/reference/{model}/main60.json",
+    output:
+        "results/correctness/{model}.opt.json",
+    log:
+        "results/logs/correctness/{model}_opt.log",
+    params:
+        parity=config["parity"],
+        threads=threads(),
+        fatal=False,
+
+
 # DeBERTa's relative attention exported as a diagonal shift (rmbench/relative_shift.py): an fp32
 # graph like the export, so it passes the same parity gate against PyTorch.
 rule export_onnx_relative_shift:

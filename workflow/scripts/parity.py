@@ -1,4 +1,5 @@
-"""The parity gate: ONNX Runtime vs the PyTorch reference; a failure stops the pipeline."""
+"""The parity gate: ONNX Runtime vs the PyTorch reference; a failure stops the pipeline, except
+for an export whose launches report it instead (params.fatal false: the fused graph)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.data import load_set
@@ -18,5 +19,6 @@ with logged(snakemake.log[0]):
         cfg["min_score_std"],
     )
     print(report)
-    check_parity(report)
+    if snakemake.params.get("fatal", True):  # the export every launch loads; the fused graph may fail
+        check_parity(report)
     write_json(report, snakemake.output[0])

@@ -57,8 +57,16 @@ with logged(snakemake.log[0]):
             "cache_root": str(Path(snakemake.params.repo, "results/inductor-cache")),
         }
         spare_torch_import(w.runtime, w.device, options)  # ORT and native launches run no PyTorch
+        gate = snakemake.input.get("fused_parity")  # the fused graph's gate may fail: then not timed
         record = run_launch(
-            cell, rows, scores, snakemake.input.model, snakemake.input.get("onnx"), settings, options
+            cell,
+            rows,
+            scores,
+            snakemake.input.model,
+            snakemake.input.get("onnx"),
+            settings,
+            options,
+            read_json(gate) if gate else None,
         )
     record["started_at"] = started_at
     record["provenance"] = provenance(snakemake.params.repo, w.device)

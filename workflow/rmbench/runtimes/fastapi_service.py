@@ -34,6 +34,9 @@ class FastAPIRuntime(Runtime):
     studies = ("latency", "concurrency")
     wraps = "hf_eager"  # the runtime the service scores with (option `wraps` overrides it)
     compared_with = ("hf_eager",)
+    # The endpoint a launch calls: /score with (prompt, response) pairs, or OpenRLHF's
+    # /get_reward with each pair as one hh-rlhf dialogue, which the server splits again.
+    settings = Runtime.settings | {"endpoint": (("score", "get_reward"), "score")}
 
     @classmethod
     def needs_torch(cls, options: dict) -> bool:
@@ -57,6 +60,7 @@ class FastAPIRuntime(Runtime):
         import httpx
 
         self.server_ms: list[float] = []
+        self.endpoint = self.choice("endpoint")
         self.killed = False  # True when the server ignored SIGTERM and had to be killed
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -122,13 +126,16 @@ class FastAPIRuntime(Runtime):
         raise ServiceError(f"service not healthy after {STARTUP_TIMEOUT_S:g} s")
 
     def score(self, pairs):
-        body = {"pairs": [{"prompt": p, "response": r} for p, r in pairs]}
-        response = self.client.post("/score", json=body)
+        if self.endpoint == "get_reward":  # as OpenRLHF's remote reward model client calls it
+            body = {"query": [f"{p} {r}" for p, r in pairs]}
+        else:
+            body = {"pairs": [{"prompt": p, "response": r} for p, r in pairs]}
+        response = self.client.post(f"/{self.endpoint}", json=body)
         if response.status_code != 200:
             raise ServiceError(f"service answered {response.status_code}: {response.text[:500]}")
         data = response.json()
         self.server_ms.append(data["server_ms"])
-        return data["scores"]
+        return data["rewards" if self.endpoint == "get_reward" else "scores"]
 
     def time_rows_alone(self, pairs, warmup_rows):
         measured = super().time_rows_alone(pairs, warmup_rows)
@@ -177,4 +184,5 @@ class FastAPIRuntime(Runtime):
             "server_pid": self.server.pid,
             "port": self.port,
             "server_runtime": self.health.get("runtime"),
+            "endpoint": self.endpoint,
         }
