@@ -50,6 +50,7 @@ def launches_per_study(cells: list[dict]) -> dict[str, int]:
         "batching",
         "concurrency",
         "decomposition",
+        "colocation",
     )
     return {s: sum(c["study"] == s for c in cells) for s in studies}
 
@@ -73,6 +74,7 @@ def test_cell_table_of_the_paper_tier():
         "batching": 2 * (4 * 3 + 4 * 3),
         "concurrency": (4 + 2 + 2) * 3,
         "decomposition": 0,
+        "colocation": 0,
     }
     # what every run makes: each cell's minimum (the language pair's 6 more per cell run only
     # while its comparisons stay undecided)
@@ -110,6 +112,8 @@ def test_cell_table_of_the_extended_tier():
         "zerocopy": 10,
         "compile": 2 * 6 * 2,
         "gemm": 120,
+        # electra x 2 core splits x (cpu: 5 scorers, cuda: all but OpenVINO's 4) x 3
+        "colocation": 2 * (5 + 4) * 3,
     }
     assert (
         "results/cells/zerocopy/deberta/cpu/native/set~main60+zero_copy~off+prealloc~off/launch~5.json"
@@ -121,7 +125,11 @@ def test_cell_table_of_the_extended_tier():
     assert not any("/cuda/" in p or "/ort_python/" in p for p in replicated)
     # A runtime's own variants replace the study's: a service has no independent engines.
     fastapi = {c["params"] for c in cells if c["study"] == "concurrency" and c["runtime"] == "fastapi"}
-    assert fastapi == {"set~main60+mode~shared+clients~1", "set~main60+mode~shared+clients~4"}
+    assert fastapi == {
+        f"set~main60+mode~shared+clients~{n}{endpoint}"
+        for n in (1, 4)
+        for endpoint in ("", "+endpoint~get_reward")
+    }
 
 
 def test_a_runtime_may_run_on_its_own_devices_with_variants_per_device():

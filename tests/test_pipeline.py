@@ -538,3 +538,23 @@ def test_the_findings_word_every_verdict_of_the_tables(smoke_run):
         assert (
             r.best == cells.loc[cells.p50_ms.idxmin(), "runtime"] and f"- {r.model}: {r.best} (" in findings
         )
+
+
+def test_colocation_scores_each_reply_beside_the_generator(smoke_run):
+    table = pd.read_csv(smoke_run / "paper/tables/colocation.csv")
+    cpu = table[table.device == "cpu"]
+    assert set(cpu.runtime) == {"hf_eager", "ort_python", "native", "openvino"}
+    assert (cpu.variant == "split~separate").all() and (cpu.launches_ok == 2).all()
+    assert (cpu.e2e_rows_per_s > 0).all() and (cpu.gen_slowdown > 0).all() and (cpu.score_slowdown > 0).all()
+    assert cpu[cpu.runtime != "hf_eager"].verdict.notna().all()  # end to end against eager
+    # declared GPU cells, skipped with their reason on this machine
+    gpu = table[table.device == "cuda"]
+    assert set(gpu.runtime) == {"torch_compile"} and (gpu.launches_ok == 0).all()
+    launches = pd.read_csv(smoke_run / "results/tables/colocation/launches.csv")
+    ok = launches[launches.status == "ok"]
+    assert len(ok) == 8 and (ok.score_drift <= 1e-4).all() and (ok.generated_tokens == 4 * 4).all()
+    generator = json.loads((smoke_run / "results/generator/config.json").read_text())
+    assert generator["model_type"] == "gpt2" and generator["n_layer"] == 1
+    findings = (smoke_run / "paper/tables/findings.md").read_text()
+    section = findings.split("## Co-location with a rollout generator")[1].split("##")[0]
+    assert len(section.strip().splitlines()) == 4 and "rows/s end to end" in section

@@ -117,6 +117,24 @@ def speedup_lines(table: pd.DataFrame, metric: str, unit: str) -> list[str]:
     return lines
 
 
+def colocation_lines(table: pd.DataFrame) -> list[str]:
+    """Each scorer beside the generator, per core split: end-to-end rows/s, what each side lost,
+    and the end-to-end speed-up against the baseline scorer."""
+    lines = []
+    for r in table[(table["device"] == "cpu") & (table["launches_ok"] > 0)].itertuples():
+        line = (
+            f"- {r.model}, {variant_label(r.variant)}, {r.runtime}: {_num(r.e2e_rows_per_s)} rows/s end "
+            f"to end ({_num(r.colocation_gain)}x generating, then scoring); beside each other generation "
+            f"ran {_num(r.gen_slowdown)}x and scoring {_num(r.score_slowdown)}x slower"
+        )
+        if isinstance(r.verdict, str) and r.verdict:
+            line += (
+                f"; {_num(r.speedup)}x the baseline end to end, {r.verdict} ({intervals_wording(r.verdict)})"
+            )
+        lines.append(line)
+    return lines
+
+
 def compile_lines(table: pd.DataFrame) -> list[str]:
     return [
         f"- {r.model}, {variant_label(r.variant)}: first call {_num(r.first_call_s, 1)} s, "
@@ -155,6 +173,7 @@ def findings_markdown(
         ),
         ("concurrency_verdicts", "Concurrency", lambda t: statement_lines(t, headline_sets["concurrency"])),
         ("compile", "torch.compile on new lengths", compile_lines),
+        ("colocation", "Co-location with a rollout generator", colocation_lines),
         ("tokenizer", "Tokenizers (microseconds per pair)", lambda t: speedup_lines(t, "mean_us", "us")),
         ("zerocopy", "Zero-copy and preallocated buffers", lambda t: speedup_lines(t, "p50_ms", "ms p50")),
     ]

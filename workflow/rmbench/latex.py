@@ -64,6 +64,14 @@ STUDY_CAPTIONS = {
         "p95, mean over launches, 95\\% t-interval in brackets. Speed-up against one client on a "
         "shared engine is the throughput ratio; launches that ran out of memory are counted, not hidden."
     ),
+    "colocation": (
+        "Co-location: each scorer beside a rollout generator (its own process, greedy replies) on the "
+        "same cores, shared or split one core each; per launch the set's prompts generated and scored "
+        "alone, then together through a bounded queue. End-to-end milliseconds per row together, the "
+        "generator's and the scorer's slowdown together, generated tokens per second together, "
+        "end-to-end rows per second and its gain over generating then scoring; mean over launches, "
+        "95\\% t-interval in brackets. Speed-up against the baseline scorer is the end-to-end ratio."
+    ),
     "decomposition": (
         "Where the speed comes from and past fp32: per-row latency of each step (a runtime and its "
         "setting: ONNX Runtime graph optimization level, torch.compile freezing, int8 or bf16), mean over "

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from .batching import batch_plan, make_batches, padding_waste
+from .colocation import split_threads, time_colocated
 from .export import parity_failure
 from .flops import achieved_gflops
 from .gemm_bench import probe_ceiling
@@ -120,6 +121,22 @@ def concurrency_scenario(runtime, work: Workload) -> dict:
     return percentile_summary(measured["latencies_ms"]) | rates | measured
 
 
+def colocation_scenario(runtime, work: Workload) -> dict:
+    """The set's own pairs first, checked against the reference like every launch; then the
+    generator's replies to the set's prompts scored alone and beside the generator
+    (rmbench.colocation)."""
+    split = runtime.options.get("split", "shared")
+    measured = runtime.time_rows_alone(work.pairs, work.settings["warmup_rows"])
+    prompts = [prompt for prompt, _ in work.pairs]
+    colocated = time_colocated(runtime, prompts, work.settings["generator"], split, work.settings["threads"])
+    if colocated["score_drift"] > work.settings["tolerance"]:
+        colocated["mismatch"] = (
+            f"the replies' scores moved by {colocated['score_drift']:.3g} beside the generator "
+            f"(> {work.settings['tolerance']:g})"
+        )
+    return {"scores": measured["scores"], "latencies_ms": measured["latencies_ms"]} | colocated
+
+
 SCENARIOS = {
     "latency": latency_scenario,
     "zerocopy": latency_scenario,
@@ -127,7 +144,15 @@ SCENARIOS = {
     "decomposition": latency_scenario,
     "batching": batching_scenario,
     "concurrency": concurrency_scenario,
+    "colocation": colocation_scenario,
 }
+
+
+def launch_threads(cell: dict, settings: dict, options: dict) -> int:
+    """The runtime's intra-op threads: the study's, or one per pinned core in a co-location split."""
+    if cell["study"] == "colocation":
+        return split_threads(options.get("split", "shared"), settings["threads"])
+    return settings["threads"]
 
 
 def launch_ceiling(work: Workload, achieved_gflops: float) -> dict:
@@ -161,9 +186,8 @@ def run_launch(
     reason = cls.unavailable_reason(cell["device"], runtime_options)
     if reason:
         return record | {"status": "skipped", "reason": reason}
-    runtime = cls(
-        model_dir, onnx_path, cell["device"], settings["threads"], settings["max_length"], runtime_options
-    )
+    threads = launch_threads(cell, settings, runtime_options or {})
+    runtime = cls(model_dir, onnx_path, cell["device"], threads, settings["max_length"], runtime_options)
     work = Workload(rows, cell["model"], model_dir, settings)
     started = time.perf_counter()
     try:
@@ -199,6 +223,8 @@ def run_launch(
         and np.isfinite(measured.get("gflops", np.nan))
     ):
         record["metrics"] |= launch_ceiling(work, measured["gflops"])
+    if measured.get("mismatch"):  # a scenario's own check (co-location: the replies' scores)
+        return record | {"status": "mismatch", "reason": measured["mismatch"]}
     if errors.max() > tolerance:
         worst = int(errors.argmax())
         return record | {

@@ -48,6 +48,26 @@ STUDIES = {
         "metrics": ["row_ms", "throughput_rps", "p50_ms", "p95_ms"],
         "report_only": ["throughput_rps", "p50_ms", "p95_ms"],
     },
+    # Each scorer beside the rollout generator, per core split: end-to-end time per row (lower is
+    # better) decides; what co-location costs each side is reported beside it.
+    "colocation": {
+        "between": "runtime",
+        "metrics": [
+            "e2e_row_ms",
+            "gen_slowdown",
+            "score_slowdown",
+            "gen_tokens_per_s_together",
+            "e2e_rows_per_s",
+            "colocation_gain",
+        ],
+        "report_only": [
+            "gen_slowdown",
+            "score_slowdown",
+            "gen_tokens_per_s_together",
+            "e2e_rows_per_s",
+            "colocation_gain",
+        ],
+    },
     # Steps from eager to ONNX Runtime and past fp32: each runtime x variant is one step
     # (e.g. "ort_python graph=basic"), compared with every other step of the same model.
     "decomposition": {

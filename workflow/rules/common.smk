@@ -160,7 +160,7 @@ def study_outputs():
 
 
 def findings_tables(wildcards):
-    """The tables whose verdicts paper/tables/findings.md words: the paper tier's, where they run."""
+    """The tables whose verdicts paper/tables/findings.md words, for the studies that run."""
     outputs = study_outputs()
     names = [
         "latency",
@@ -170,6 +170,7 @@ def findings_tables(wildcards):
         "compile",
         "tokenizer",
         "zerocopy",
+        "colocation",
     ]
     tables = [f"paper/tables/{n}.csv" for n in names if f"paper/tables/{n}.tex" in outputs]
     return tables + [
@@ -181,6 +182,7 @@ def findings_tables(wildcards):
 
 # The tables and figures only the extended tier makes: the studies past the paper.
 EXTENDED_OUTPUTS = (
+    "colocation",
     "decomposition",
     "gemm",
     "roofline",
@@ -417,7 +419,14 @@ def cell_inputs(wildcards):
         inputs["reference"] = f"results/reference/{wildcards.model}/{set_name}.json"
     else:
         inputs["reference"] = FIDELITY_PATH.format(**wildcards)
+    if wildcards.study == "colocation":  # the rollout generator beside the scorer
+        inputs["generator"] = "results/generator"
     return inputs
+
+
+def generator_config():
+    """The co-location study's generator settings (the schema fills the defaults)."""
+    return config["studies"]["colocation"]["generator"]
 
 
 def torch_gpu_cells():
@@ -482,6 +491,8 @@ def cell_settings(wildcards):
     for key in ("rows", "tokens", "ceiling_probe"):
         if key in study:
             settings[key] = study[key]
+    if wildcards.study == "colocation":
+        settings["generator"] = generator_config() | {"model_dir": "results/generator"}
     return settings
 
 

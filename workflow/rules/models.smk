@@ -50,6 +50,24 @@ rule model:
         "../scripts/build_model.py"
 
 
+# The co-location study's rollout generator: GPT-2 with seeded random weights on a scorer's
+# tokenizer (rmbench.generator).
+rule generator:
+    input:
+        tokenizer=lambda wildcards: f"results/tokenizers/{generator_config()['tokenizer']}",
+    output:
+        directory("results/generator"),
+    log:
+        "results/logs/models/generator.log",
+    priority: SETUP_PRIORITY
+    conda:
+        "../../envs/bench.yaml"
+    params:
+        generator=lambda wildcards: generator_config(),
+    script:
+        "../scripts/build_generator.py"
+
+
 rule export_onnx:
     input:
         model="results/models/{model}",

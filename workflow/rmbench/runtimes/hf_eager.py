@@ -35,7 +35,7 @@ class HFEagerRuntime(Runtime):
     bf16 only); kernels (default | onednn, CPU fp32 only)."""
 
     name = "hf_eager"
-    studies = ("latency", "batching", "concurrency", "decomposition")
+    studies = ("latency", "batching", "concurrency", "decomposition", "colocation")
     settings = Runtime.settings | {
         "precision": (TORCH_PRECISIONS, "fp32"),
         "head": (TORCH_HEADS, "same"),

@@ -24,7 +24,7 @@ class NativeError(RuntimeError):
 
 class NativeRuntime(Runtime):
     name = "native"
-    studies = ("latency", "batching", "concurrency", "decomposition", "zerocopy")
+    studies = ("latency", "batching", "concurrency", "decomposition", "zerocopy", "colocation")
     needs_onnx = True
     uses_torch = False
     settings = Runtime.settings | ONNX_FILE_SETTINGS

@@ -18,7 +18,7 @@ class OpenVinoRuntime(Runtime):
     hint. Threads: the study's `threads` as INFERENCE_NUM_THREADS, one stream, the latency hint."""
 
     name = "openvino"
-    studies = ("latency", "batching")
+    studies = ("latency", "batching", "colocation")
     needs_onnx = True
     uses_torch = False
     settings = (

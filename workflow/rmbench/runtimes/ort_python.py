@@ -14,7 +14,7 @@ class OrtPythonRuntime(Runtime):
     default all). Reduced precision comes as another ONNX file (the cell's onnx input)."""
 
     name = "ort_python"
-    studies = ("latency", "batching", "concurrency", "decomposition")
+    studies = ("latency", "batching", "concurrency", "decomposition", "colocation")
     needs_onnx = True
     uses_torch = False
     settings = Runtime.settings | ONNX_FILE_SETTINGS | {"graph": (GRAPH_LEVELS, "all")}

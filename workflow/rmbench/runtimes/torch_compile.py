@@ -39,7 +39,7 @@ DYNAMIC = {"none": None, "true": True, "false": False}
 
 class TorchCompileRuntime(HFEagerRuntime):
     name = "torch_compile"
-    studies = ("latency", "compile", "batching", "concurrency", "decomposition")
+    studies = ("latency", "compile", "batching", "concurrency", "decomposition", "colocation")
     settings = HFEagerRuntime.settings | {
         "kernels": (("default",), "default"),  # Inductor picks its own kernels
         "cache": (("warm", "cold"), "warm"),

@@ -1,0 +1,100 @@
+"""The co-location study: the rollout generator, core splits, and a launch beside it."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+from rmbench.colocation import core_split, run_generator, split_threads
+from rmbench.export import reference_scores
+from rmbench.generator import build_generator
+from rmbench.launch import run_launch
+
+GENERATOR = {
+    "tokenizer": "tiny",
+    "layers": 1,
+    "hidden_size": 32,
+    "num_attention_heads": 2,
+    "prompt_tokens": 48,
+    "new_tokens": 5,
+    "queue": 2,
+    "seed": 11,
+}
+SETTINGS = {"threads": 2, "warmup_rows": 1, "timeout_s": 600, "max_length": 512, "tolerance": 1e-4}
+
+
+@pytest.fixture(scope="module")
+def generator(tiny_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("generator") / "generator"
+    build_generator(GENERATOR, tiny_model["model"], folder)  # the scorer's folder holds its tokenizer
+    return GENERATOR | {"model_dir": str(folder)}
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_model):
+    return reference_scores(tiny_model["model"], tiny_model["rows"], threads=1)
+
+
+def test_the_generator_writes_the_same_greedy_replies_of_a_fixed_length(tiny_model, generator):
+    prompts = [r["prompt"] for r in tiny_model["rows"][:3]]
+    arrived = []
+    replies, summary = run_generator(generator, prompts, [0], 1, 2, lambda i, reply: arrived.append(i))
+    assert arrived == [0, 1, 2] and all(replies)  # each handed over as it was made, in order
+    assert summary["new_tokens"] == 3 * generator["new_tokens"] and summary["wall_s"] > 0
+    again, _ = run_generator(generator, prompts, [0], 1, 2)
+    assert again == replies
+
+
+def test_core_splits():
+    assert core_split("shared", [0, 1]) == ([0, 1], [0, 1])
+    assert core_split("separate", [0, 1, 2, 3]) == ([1], [0])  # the scorer, then the generator
+    assert (split_threads("separate", 4), split_threads("shared", 4)) == (1, 4)
+    with pytest.raises(ValueError, match="needs 2 cores"):
+        core_split("separate", [0])
+    with pytest.raises(ValueError, match="split must be one of shared, separate"):
+        core_split("half", [0, 1])
+
+
+@pytest.mark.parametrize("split", ["shared", "separate"])
+def test_a_colocation_launch_scores_beside_the_generator(tiny_model, reference, generator, split):
+    if split == "separate" and len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: nothing to split")
+    cell = {"study": "colocation", "model": "tiny", "device": "cpu", "runtime": "ort_python"}
+    cell |= {"params": f"set~t+split~{split}", "launch": 1}
+    rows = tiny_model["rows"][:4]
+    settings = SETTINGS | {"generator": generator}
+    options = {"split": split}
+    before = os.sched_getaffinity(0)
+    try:
+        record = run_launch(
+            cell, rows, reference[:4], tiny_model["model"], tiny_model["onnx"], settings, options
+        )
+    finally:
+        os.sched_setaffinity(0, before)  # the launch pins its own process: give this one back its cores
+    assert record["status"] == "ok", record["reason"]
+    m = record["metrics"]
+    assert m["score_drift"] <= 1e-4  # the same replies score the same beside the generator
+    assert m["gen_tokens_per_s_alone"] > 0 and m["gen_slowdown"] > 0 and m["score_slowdown"] > 0
+    assert m["e2e_row_ms"] == pytest.approx(1e3 / m["e2e_rows_per_s"])
+    assert m["generated_tokens"] == 4 * generator["new_tokens"]
+    if split == "separate":
+        assert set(m["scorer_cores"]).isdisjoint(m["generator_cores"]) and m["generator_threads"] == 1
+        assert record["runtime"]["threads"] == 1  # one thread on its one core
+    else:
+        assert m["scorer_cores"] == m["generator_cores"] and record["runtime"]["threads"] == 2
+
+
+def test_the_generator_names_what_is_missing(tmp_path):
+    prompts = tmp_path / "p.json"
+    prompts.write_text('["hi"]')
+    run = subprocess.run(
+        [sys.executable, "-m", "rmbench.generator", "--model-dir", str(tmp_path / "none")]
+        + ["--prompts", str(prompts), "--new-tokens", "2"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=os.environ | {"PYTHONPATH": str(ROOT / "workflow")},
+        timeout=120,
+    )
+    assert run.returncode == 2 and "no generator at" in run.stderr
