@@ -46,6 +46,12 @@ def test_the_generator_writes_the_same_greedy_replies_of_a_fixed_length(tiny_mod
     assert again == replies
 
 
+def test_the_generator_runs_pytorch_beside_a_scorer_process_without_it(tiny_model, generator, monkeypatch):
+    monkeypatch.setenv("USE_TORCH", "0")  # what ORT-Python and native launches set (spare_torch_import)
+    replies, summary = run_generator(generator, [tiny_model["rows"][0]["prompt"]], [0], 1, 1)
+    assert replies[0] and summary["new_tokens"] == generator["new_tokens"]
+
+
 def test_core_splits():
     assert core_split("shared", [0, 1]) == ([0, 1], [0, 1])
     assert core_split("separate", [0, 1, 2, 3]) == ([1], [0])  # the scorer, then the generator

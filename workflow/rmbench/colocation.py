@@ -70,9 +70,9 @@ class Generator:
         command += ["--prompts", self._prompts.name, "--new-tokens", str(settings["new_tokens"])]
         command += ["--threads", str(threads), "--cores", ",".join(map(str, cores))]
         command += ["--queue", str(queue_size)]
-        env = os.environ | {
-            "PYTHONPATH": os.pathsep.join([str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")])
-        }
+        # The generator runs PyTorch even beside a scorer whose process was told not to import it.
+        env = {k: v for k, v in os.environ.items() if k != "USE_TORCH"}
+        env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")])
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
         )
