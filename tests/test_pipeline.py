@@ -193,11 +193,13 @@ def test_every_study_has_its_table(smoke_run):
     assert (roofline.probe_launches == roofline.launches).all() and (roofline.fraction_in_launch > 0).all()
     batching = pd.read_csv(smoke_run / "paper/tables/batching.csv")
     main = batching[(batching.set == "main60") & (batching.device == "cpu")]
-    # 4 smoke variants for native and eager; ORT-Python its own 4 (repeat, padding to the max
-    # length, the relative-shift export); torch.compile and OpenVINO their own 2
+    # 4 smoke variants for eager, and for native with length-aware b=4 on the fused graph too;
+    # ORT-Python its own 4 (repeat, padding to the max length, the relative-shift export);
+    # torch.compile and OpenVINO their own 2
     assert (
-        len(main) == 4 + 4 + 4 + 2 + 2 and (main.launches_ok == 2).all() and (main.throughput_rps > 0).all()
+        len(main) == 5 + 4 + 4 + 2 + 2 and (main.launches_ok == 2).all() and (main.throughput_rps > 0).all()
     )
+    assert main.variant.str.contains("optimizer~transformers").sum() == 1
     # eager's GPU rows (the default's 4 cuda variants): skipped here, and the table says so
     gpu = batching[batching.device == "cuda"]
     assert set(gpu.runtime) == {"hf_eager"} and len(gpu) == 4 and (gpu.launches_ok == 0).all()

@@ -132,8 +132,16 @@ def score_each(runtime, pairs) -> tuple[list[float], list[float]]:
 def time_colocated(runtime, prompts: list[str], settings: dict, split: str, threads: int) -> dict:
     """Steps 1-3 (module docstring) for a loaded scorer: generation tokens/s, scoring rows/s,
     end-to-end rows/s alone and together, and each one's slowdown when co-located."""
-    scorer_cores, generator_cores = core_split(split, sorted(os.sched_getaffinity(0)))
+    cores = sorted(os.sched_getaffinity(0))
+    scorer_cores, generator_cores = core_split(split, cores)
     pin_tree(os.getpid(), scorer_cores)
+    try:
+        return _time_colocated(runtime, prompts, settings, split, threads, scorer_cores, generator_cores)
+    finally:
+        pin_tree(os.getpid(), cores)  # the process's cores back: its record names the host it ran on
+
+
+def _time_colocated(runtime, prompts, settings, split, threads, scorer_cores, generator_cores) -> dict:
     gen_threads, queue_size = split_threads(split, threads), settings["queue"]
 
     start = time.perf_counter()
