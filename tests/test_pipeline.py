@@ -545,7 +545,7 @@ def test_the_findings_word_every_verdict_of_the_tables(smoke_run):
 def test_colocation_scores_each_reply_beside_the_generator(smoke_run):
     table = pd.read_csv(smoke_run / "paper/tables/colocation.csv")
     cpu = table[table.device == "cpu"]
-    assert set(cpu.runtime) == {"hf_eager", "ort_python", "native", "openvino"}
+    assert set(cpu.runtime) == {"hf_eager", "ort_python", "openvino"}
     assert (cpu.variant == "split~separate").all() and (cpu.launches_ok == 2).all()
     assert (cpu.e2e_rows_per_s > 0).all() and (cpu.gen_slowdown > 0).all() and (cpu.score_slowdown > 0).all()
     assert cpu[cpu.runtime != "hf_eager"].verdict.notna().all()  # end to end against eager
@@ -554,9 +554,9 @@ def test_colocation_scores_each_reply_beside_the_generator(smoke_run):
     assert set(gpu.runtime) == {"torch_compile"} and (gpu.launches_ok == 0).all()
     launches = pd.read_csv(smoke_run / "results/tables/colocation/launches.csv")
     ok = launches[launches.status == "ok"]
-    assert len(ok) == 8 and (ok.score_drift <= 1e-4).all() and (ok.generated_tokens == 4 * 4).all()
+    assert len(ok) == 6 and (ok.score_drift <= 1e-4).all() and (ok.generated_tokens == 4 * 4).all()
     generator = json.loads((smoke_run / "results/generator/config.json").read_text())
     assert generator["model_type"] == "gpt2" and generator["n_layer"] == 1
     findings = (smoke_run / "paper/tables/findings.md").read_text()
     section = findings.split("## Co-location with a rollout generator")[1].split("##")[0]
-    assert len(section.strip().splitlines()) == 4 and "rows/s end to end" in section
+    assert len(section.strip().splitlines()) == 3 and "rows/s end to end" in section

@@ -24,7 +24,9 @@ class NativeError(RuntimeError):
 
 class NativeRuntime(Runtime):
     name = "native"
-    studies = ("latency", "batching", "concurrency", "decomposition", "zerocopy", "colocation")
+    # Not co-location: each score() call is one engine process (model load included), so scoring
+    # replies one by one as they arrive would time the engine's start-up every time.
+    studies = ("latency", "batching", "concurrency", "decomposition", "zerocopy")
     needs_onnx = True
     uses_torch = False
     settings = Runtime.settings | ONNX_FILE_SETTINGS
