@@ -120,7 +120,9 @@ def run_generator(settings, prompts, cores, threads, queue_size, consume=None) -
 
 
 def score_each(runtime, pairs) -> tuple[list[float], list[float]]:
-    """Each pair scored alone: scores and per-row milliseconds."""
+    """Each pair scored alone: scores and per-row milliseconds, timed around score() as the
+    co-located step times each reply (not Runtime.time_rows_alone, which a runtime may time in
+    its own process), so that the two steps' times compare."""
     scores, latencies = [], []
     for pair in pairs:
         start = time.perf_counter()
