@@ -1,5 +1,6 @@
 """The co-location study: the rollout generator, core splits, and a launch beside it."""
 
+import json
 import os
 import subprocess
 import sys
@@ -100,3 +101,53 @@ def test_the_generator_names_what_is_missing(tmp_path):
         timeout=120,
     )
     assert run.returncode == 2 and "no generator at" in run.stderr
+
+
+# Where OpenVINO's threads may run after a call, once a co-location split has pinned the loaded
+# scorer's process to its last core (as the study does).
+OPENVINO_THREADS = """
+import json, os, sys, threading
+from pathlib import Path
+from rmbench.colocation import pin_tree
+from rmbench.runtimes import runtime_class
+
+model, onnx, pinning = sys.argv[1:]
+runtime = runtime_class("openvino")(model, onnx, "cpu", 1, 512, {"cpu_pinning": pinning})
+runtime.load()
+core = max(os.sched_getaffinity(0))
+pin_tree(os.getpid(), [core])
+seen = set()
+scoring = threading.Thread(target=lambda: [runtime.score([("Human: Hi.", "Hello!")]) for _ in range(300)] and None)
+scoring.start()
+while scoring.is_alive():  # OpenVINO may pin a thread only while it runs a request
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            seen.add(tuple(sorted(os.sched_getaffinity(int(task.name)))))
+        except ProcessLookupError:
+            pass
+print(json.dumps({"core": core, "threads": sorted(seen), "recorded": runtime.describe()}))
+"""
+
+
+def openvino_thread_cores(tiny_model, pinning: str) -> dict:
+    run = subprocess.run(
+        [sys.executable, "-c", OPENVINO_THREADS, tiny_model["model"], str(tiny_model["onnx"]), pinning],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=os.environ | {"PYTHONPATH": str(ROOT / "workflow")},
+        timeout=120,
+    )
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def test_openvino_without_its_pinning_binds_no_thread_away_from_the_cores_a_split_gives_it(tiny_model):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: nothing to split")
+    # OpenVINO's own pinning binds a thread to a core the process was not given (the generator's)
+    pinned = openvino_thread_cores(tiny_model, "on")
+    assert pinned["recorded"]["enable_cpu_pinning"] is True
+    assert any(pinned["core"] not in cores for cores in pinned["threads"])
+    kept = openvino_thread_cores(tiny_model, "off")
+    assert kept["recorded"]["enable_cpu_pinning"] is False
+    assert all(kept["core"] in cores for cores in kept["threads"])

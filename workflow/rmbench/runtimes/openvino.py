@@ -15,14 +15,19 @@ PRECISION_HINTS = {"fp32": "f32", "bf16": "bf16"}
 
 class OpenVinoRuntime(Runtime):
     """Options: inference_precision (fp32 | bf16, default fp32), OpenVINO's inference precision
-    hint. Threads: the study's `threads` as INFERENCE_NUM_THREADS, one stream, the latency hint."""
+    hint; cpu_pinning (on | off, default on), ENABLE_CPU_PINNING: on, OpenVINO binds its threads to
+    cores of its own choice, over any affinity the launch sets (off for the co-location study,
+    whose core split pins the scorer). Threads: the study's `threads` as INFERENCE_NUM_THREADS,
+    one stream, the latency hint."""
 
     name = "openvino"
     studies = ("latency", "batching", "colocation")
     needs_onnx = True
     uses_torch = False
     settings = (
-        Runtime.settings | ONNX_FILE_SETTINGS | {"inference_precision": (tuple(PRECISION_HINTS), "fp32")}
+        Runtime.settings
+        | ONNX_FILE_SETTINGS
+        | {"inference_precision": (tuple(PRECISION_HINTS), "fp32"), "cpu_pinning": (("on", "off"), "on")}
     )
 
     @classmethod
@@ -50,6 +55,7 @@ class OpenVinoRuntime(Runtime):
                     "NUM_STREAMS": 1,
                     "PERFORMANCE_HINT": "LATENCY",
                     "INFERENCE_PRECISION_HINT": PRECISION_HINTS[self.precision],
+                    "ENABLE_CPU_PINNING": self.choice("cpu_pinning") == "on",
                 },
             )
         except RuntimeError as error:  # an operator it cannot read or compile
@@ -74,6 +80,7 @@ class OpenVinoRuntime(Runtime):
         return super().describe() | {
             "openvino": ov.get_version(),
             "inference_num_threads": int(self.compiled.get_property("INFERENCE_NUM_THREADS")),
+            "enable_cpu_pinning": bool(self.compiled.get_property("ENABLE_CPU_PINNING")),
             # what it compiled with, as OpenVINO names it (f32, bf16)
             "inference_precision": self.compiled.get_property("INFERENCE_PRECISION_HINT").to_string(),
             "onnx": str(self.onnx_path),
