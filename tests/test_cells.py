@@ -112,8 +112,8 @@ def test_cell_table_of_the_extended_tier():
         "zerocopy": 10,
         "compile": 2 * 6 * 2,
         "gemm": 120,
-        # electra x 2 core splits x (cpu: 4 scorers, cuda: all but OpenVINO's 3) x 3
-        "colocation": 2 * (4 + 3) * 3,
+        # electra x 2 core splits x (cpu: 5 scorers, cuda: all but OpenVINO's 4) x 3
+        "colocation": 2 * (5 + 4) * 3,
     }
     assert (
         "results/cells/zerocopy/deberta/cpu/native/set~main60+zero_copy~off+prealloc~off/launch~5.json"

@@ -63,15 +63,21 @@ def test_core_splits():
         core_split("half", [0, 1])
 
 
-@pytest.mark.parametrize("split", ["shared", "separate"])
-def test_a_colocation_launch_scores_beside_the_generator(tiny_model, reference, generator, split):
+@pytest.mark.parametrize(
+    ("runtime", "split"), [("ort_python", "shared"), ("ort_python", "separate"), ("native", "separate")]
+)
+def test_a_colocation_launch_scores_beside_the_generator(
+    tiny_model, reference, generator, runtime, split, request
+):
     if split == "separate" and len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one core: nothing to split")
-    cell = {"study": "colocation", "model": "tiny", "device": "cpu", "runtime": "ort_python"}
+    cell = {"study": "colocation", "model": "tiny", "device": "cpu", "runtime": runtime}
     cell |= {"params": f"set~t+split~{split}", "launch": 1}
     rows = tiny_model["rows"][:4]
     settings = SETTINGS | {"generator": generator}
     options = {"split": split}
+    if runtime == "native":  # one resident engine process, pinned with its parent
+        options["binary"] = str(request.getfixturevalue("binary"))
     before = os.sched_getaffinity(0)
     record = run_launch(cell, rows, reference[:4], tiny_model["model"], tiny_model["onnx"], settings, options)
     assert os.sched_getaffinity(0) == before  # its cores back: the record's host names them all

@@ -180,6 +180,31 @@ def test_scores_match_pytorch_single_and_batched(binary, tiny_model):
         assert max(len(b) for b in result["batches"]) > 1
 
 
+def test_score_keeps_one_engine_loaded_and_answers_row_by_row(binary, tiny_model):
+    """score() goes through one resident engine (--serve): the caller that sends replies as they
+    come (co-location, the service) pays no model load per row."""
+    pairs = [(r["prompt"], r["response"]) for r in tiny_model["rows"]]
+    runtime = native_runtime(tiny_model, binary)
+    batch = [r["score"] for r in runtime.run(pairs, "--warmup", "0")["rows"]]
+    one_by_one = [runtime.score([pair])[0] for pair in pairs]
+    engine = runtime.resident
+    assert one_by_one == batch and runtime.score(pairs[:3]) == batch[:3]
+    assert runtime.resident is engine and engine.poll() is None  # the same process throughout
+    assert runtime.describe()["ort_version"]  # from its ready line
+    runtime.close()
+    assert engine.returncode == 0 and runtime.resident is None
+    # a line that is no row ends it with its exit code and the line's number
+    proc = subprocess.run(
+        [str(binary), "--tokenizer", str(tiny_model["model"]), "--model", str(tiny_model["onnx"]), "--serve"],
+        input=json.dumps({"id": "1", "prompt": "p", "response": "r"}) + "\n{oops\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 4 and "stdin:2" in proc.stderr
+    assert [json.loads(line).get("id") for line in proc.stdout.splitlines()] == [None, "1"]  # ready, row 1
+
+
 def test_zero_copy_and_preallocation_switches_keep_scores(binary, tiny_model):
     pairs = [(r["prompt"], r["response"]) for r in tiny_model["rows"]]
     on = native_runtime(tiny_model, binary, zero_copy="on", prealloc="on").time_rows_alone(pairs, 1)

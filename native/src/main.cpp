@@ -2,6 +2,7 @@
 // request from raw text to float score, and writes one JSON result.
 //
 //   rmscore --model model.onnx --tokenizer DIR --input rows.jsonl --output result.json [options]
+//   rmscore --model model.onnx --tokenizer DIR --serve [options]   (rows on stdin, scores on stdout)
 //
 // Exit codes: 0 ok, 2 usage, 3 missing file, 4 malformed input line, 5 model/tokenizer
 // mismatch, 6 ONNX Runtime error, 7 no CUDA.
@@ -30,6 +31,10 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr const char* kUsage = R"(usage: rmscore --model FILE --tokenizer DIR --input FILE --output FILE [options]
+       rmscore --model FILE --tokenizer DIR --serve [options]
+  --serve                      keep one engine loaded: print {"ready": true}, then answer each JSON row
+                               on stdin ({"id", "prompt", "response"}) with one line on stdout
+                               ({"id", "score", "total_ms"}) until stdin closes
   --device cpu|cuda            execution provider (default cpu)
   --threads N                  intra-op threads (default 0 = ONNX Runtime's choice)
   --warmup N                   untimed warm-up batches first (default 3)
@@ -61,7 +66,7 @@ struct Options {
   size_t word_cache = kDefaultWordCache;
   Strategy batching = Strategy::none;
   double max_waste = 0.02;
-  bool independent = false, tokenize_only = false, wait_for_go = false;
+  bool independent = false, tokenize_only = false, wait_for_go = false, serve = false;
 };
 
 bool on_off(const std::string& flag, const std::string& value) {
@@ -98,8 +103,8 @@ Options parse(int argc, char** argv) {
       std::cout << kUsage;
       std::exit(0);
     }
-    if (flag == "--tokenize-only" || flag == "--wait-for-go") {
-      (flag == "--tokenize-only" ? o.tokenize_only : o.wait_for_go) = true;
+    if (flag == "--tokenize-only" || flag == "--wait-for-go" || flag == "--serve") {
+      (flag == "--tokenize-only" ? o.tokenize_only : flag == "--serve" ? o.serve : o.wait_for_go) = true;
       continue;
     }
     if (flag.rfind("--", 0) != 0) throw Error(ExitCode::usage, "unexpected argument '" + flag + "'");
@@ -132,6 +137,10 @@ Options parse(int argc, char** argv) {
     else if (flag == "--word-cache") o.word_cache = count(flag, v, 0);
     else throw Error(ExitCode::usage, "unknown option '" + flag + "' (see --help)");
   }
+  if (o.serve) {
+    if (o.tokenizer.empty() || o.model.empty()) throw Error(ExitCode::usage, "--serve needs --model and --tokenizer (see --help)");
+    return o;
+  }
   if (o.tokenizer.empty() || o.input.empty()) throw Error(ExitCode::usage, "--tokenizer and --input are required (see --help)");
   bool scoring = !o.tokenize_only && o.dump_tokens.empty();
   if (scoring && o.model.empty()) throw Error(ExitCode::usage, "--model is required (see --help)");
@@ -143,19 +152,25 @@ struct Row {
   std::string id, prompt, response;
 };
 
+bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
+
+// One input line; `where` names it in the error (file:line, or stdin:line).
+Row parse_row(const std::string& line, const std::string& where) {
+  json j = json::parse(line, nullptr, false);
+  auto is_text = [&](const char* key) { return j.is_object() && j.contains(key) && j[key].is_string(); };
+  if (j.is_discarded()) throw Error(ExitCode::malformed_input, where + ": malformed JSON");
+  if (!is_text("id") || !is_text("prompt") || !is_text("response"))
+    throw Error(ExitCode::malformed_input, where + ": needs string fields id, prompt, response");
+  return {j["id"], j["prompt"], j["response"]};
+}
+
 std::vector<Row> read_rows(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error(ExitCode::missing_file, "input not found: " + path);
   std::vector<Row> rows;
   std::string line;
   for (size_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json j = json::parse(line, nullptr, false);
-    auto is_text = [&](const char* key) { return j.is_object() && j.contains(key) && j[key].is_string(); };
-    if (j.is_discarded()) throw Error(ExitCode::malformed_input, path + ":" + std::to_string(n) + ": malformed JSON");
-    if (!is_text("id") || !is_text("prompt") || !is_text("response"))
-      throw Error(ExitCode::malformed_input, path + ":" + std::to_string(n) + ": needs string fields id, prompt, response");
-    rows.push_back({j["id"], j["prompt"], j["response"]});
+    if (!blank(line)) rows.push_back(parse_row(line, path + ":" + std::to_string(n)));
   }
   return rows;
 }
@@ -294,39 +309,67 @@ json score_rows(Ort::Env& env, const Tokenizer& tok, const std::vector<Row>& row
           {"batches", batches}, {"engines", engines.size()}, {"inputs", engines[0]->input_names()}};
 }
 
+// What every result and the --serve ready line say about the engine: library, tokenizer, options.
+json describe(const Tokenizer& tok, const Options& o) {
+  return {
+      {"engine", "rmscore"},
+      {"ort_version", Ort::GetVersionString()},
+      {"ort_api", ORT_API_VERSION},
+      {"ort_library", ort_library_path()},
+      {"tokenizer", tok.kind()},
+      {"tokenizer_words", tok.word_mode()},
+      {"options",
+       {{"device", o.engine.device}, {"intra_op_threads", o.engine.intra_op_threads}, {"inter_op_threads", 1},
+        {"warmup", o.warmup}, {"batch_size", o.batch_size}, {"batching", strategy_name(o.batching)},
+        {"token_budget", o.token_budget}, {"max_waste", o.max_waste}, {"concurrency", o.concurrency},
+        {"instances", o.independent ? "independent" : "shared"}, {"wait_for_go", o.wait_for_go}, {"serve", o.serve},
+        {"zero_copy", o.engine.zero_copy},
+        {"prealloc", o.engine.preallocate}, {"io_binding", o.engine.uses_io_binding()},
+        {"max_length", o.max_length}, {"word_cache", o.word_cache}}},
+  };
+}
+
+// --serve: one engine stays loaded while a caller sends rows one at a time (a scorer beside a
+// rollout generator, a service). Each answer is flushed before the next line is read.
+int serve(const Tokenizer& tok, const Options& o) {
+  Ort::Env env(ORT_LOGGING_LEVEL_ERROR, "rmscore");
+  Engine engine(env, o.model, o.engine, tok.pad_id());
+  Buffers buffers;
+  json ready = describe(tok, o);
+  ready["ready"] = true;
+  std::cout << ready.dump() << std::endl;
+  std::string line;
+  for (size_t n = 1; std::getline(std::cin, line); ++n) {
+    if (blank(line)) continue;
+    Row row = parse_row(line, "stdin:" + std::to_string(n));
+    auto start = Clock::now();
+    Encoding e = tok.encode_pair(row.prompt, row.response, o.max_length);
+    float score = engine.score({&e}, buffers)[0];
+    std::cout << json{{"id", row.id}, {"score", score}, {"total_ms", since_ms(start)}}.dump() << std::endl;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     Options o = parse(argc, argv);
     auto tok = load_tokenizer(o.tokenizer, o.word_cache);
+    // ONNX Runtime's telemetry (a thread queueing events in an SQLite file under ~/.cache and a
+    // /tmp/mat-debug-<pid>.log per process) has no place in a timed process: off unless the
+    // caller's environment says otherwise (ORT_DISABLE_TELEMETRY=0 keeps it).
+    setenv("ORT_DISABLE_TELEMETRY", "1", /*overwrite=*/0);
+    if (o.serve) return serve(*tok, o);
     auto rows = read_rows(o.input);
     if (!o.dump_tokens.empty()) {
       dump_tokens(*tok, rows, o);
       return 0;
     }
-    json result = {
-        {"engine", "rmscore"},
-        {"ort_version", Ort::GetVersionString()},
-        {"ort_api", ORT_API_VERSION},
-        {"ort_library", ort_library_path()},
-        {"tokenizer", tok->kind()},
-        {"tokenizer_words", tok->word_mode()},
-        {"options",
-         {{"device", o.engine.device}, {"intra_op_threads", o.engine.intra_op_threads}, {"inter_op_threads", 1},
-          {"warmup", o.warmup}, {"batch_size", o.batch_size}, {"batching", strategy_name(o.batching)},
-          {"token_budget", o.token_budget}, {"max_waste", o.max_waste}, {"concurrency", o.concurrency},
-          {"instances", o.independent ? "independent" : "shared"}, {"wait_for_go", o.wait_for_go}, {"zero_copy", o.engine.zero_copy},
-          {"prealloc", o.engine.preallocate}, {"io_binding", o.engine.uses_io_binding()},
-          {"max_length", o.max_length}, {"word_cache", o.word_cache}}},
-    };
+    json result = describe(*tok, o);
     if (o.tokenize_only) {
       result["tokenize"] = tokenize_bench(*tok, rows, o);
     } else {
-      // ONNX Runtime's telemetry (a thread queueing events in an SQLite file under ~/.cache and a
-      // /tmp/mat-debug-<pid>.log per process) has no place in a timed process: off unless the
-      // caller's environment says otherwise (ORT_DISABLE_TELEMETRY=0 keeps it).
-      setenv("ORT_DISABLE_TELEMETRY", "1", /*overwrite=*/0);
       Ort::Env env(ORT_LOGGING_LEVEL_ERROR, "rmscore");
       result.update(score_rows(env, *tok, rows, o));
     }

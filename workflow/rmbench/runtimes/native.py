@@ -2,7 +2,9 @@
 
 It links the same libonnxruntime as ort_python, so the two differ in language only. A launch
 runs the engine once as a child process that times every row itself (raw text pair in, float
-score out, tokenization included), the same region the Python runtimes time.
+score out, tokenization included), the same region the Python runtimes time. score(), for a
+caller that sends rows as they come (co-location, the service), keeps one engine process loaded
+(`rmscore --serve`) and sends it each row.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 from ..batching import STRATEGIES, batch_plan
@@ -24,9 +27,7 @@ class NativeError(RuntimeError):
 
 class NativeRuntime(Runtime):
     name = "native"
-    # Not co-location: each score() call is one engine process (model load included), so scoring
-    # replies one by one as they arrive would time the engine's start-up every time.
-    studies = ("latency", "batching", "concurrency", "decomposition", "zerocopy")
+    studies = ("latency", "batching", "concurrency", "decomposition", "zerocopy", "colocation")
     needs_onnx = True
     uses_torch = False
     settings = Runtime.settings | ONNX_FILE_SETTINGS
@@ -42,6 +43,8 @@ class NativeRuntime(Runtime):
         if not self.binary.is_file():
             raise FileNotFoundError(f"native engine not built: {self.binary} (run the native_build rule)")
         self.last_run: dict = {}
+        self.resident: subprocess.Popen | None = None  # started by the first score()
+        self.resident_lock = threading.Lock()  # one row at a time through its pipes
 
     def _invoke(self, pairs: list[tuple[str, str]], args: list[str], result_flag: str) -> str:
         """Runs the engine over `pairs`; returns the text of the file it wrote."""
@@ -91,7 +94,41 @@ class NativeRuntime(Runtime):
         return found["per_pair_us"], found["pass_us"]
 
     def score(self, pairs):
-        return [row["score"] for row in self.run(pairs, "--warmup", "0")["rows"]]
+        """Each pair through the resident engine (`--serve`), one row and its answer at a time."""
+        with self.resident_lock:
+            engine = self.resident or self._start_resident()
+            scores = []
+            for i, (prompt, response) in enumerate(pairs):
+                engine.stdin.write(json.dumps({"id": str(i), "prompt": prompt, "response": response}) + "\n")
+                engine.stdin.flush()
+                scores.append(self._resident_answer()["score"])
+            return scores
+
+    def _start_resident(self) -> subprocess.Popen:
+        cmd = [str(self.binary), "--tokenizer", str(self.model_dir), "--serve"]
+        cmd += ["--max-length", str(self.max_length), *self.engine_args()]
+        pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+        self.resident = subprocess.Popen(cmd, text=True, bufsize=1, **pipes)
+        self.last_run = self._resident_answer()  # its ready line: library, tokenizer, options
+        return self.resident
+
+    def _resident_answer(self) -> dict:
+        line = self.resident.stdout.readline()
+        if not line:  # it exited: its one-line message comes last on stderr
+            engine, self.resident = self.resident, None
+            _, err = engine.communicate()
+            message = err.strip().splitlines()[-1] if err.strip() else "no message"
+            raise NativeError(f"rmscore --serve exited {engine.returncode}: {message}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        engine, self.resident = getattr(self, "resident", None), None
+        if engine is not None:
+            try:
+                engine.communicate(timeout=10)  # end of input: it exits
+            except subprocess.TimeoutExpired:
+                engine.kill()
+                engine.communicate()
 
     def time_rows_alone(self, pairs, warmup_rows):
         switches = []
