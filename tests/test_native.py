@@ -193,6 +193,14 @@ def test_score_keeps_one_engine_loaded_and_answers_row_by_row(binary, tiny_model
     assert runtime.describe()["ort_version"]  # from its ready line
     runtime.close()
     assert engine.returncode == 0 and runtime.resident is None
+    # an engine that died between calls is reported with its exit code, and the next call restarts it
+    runtime.score(pairs[:1])
+    runtime.resident.kill()
+    runtime.resident.wait()
+    with pytest.raises(NativeError, match="exited -9"):
+        runtime.score(pairs[:1])
+    assert runtime.score(pairs[:1]) == batch[:1]
+    runtime.close()
     # a line that is no row ends it with its exit code and the line's number
     proc = subprocess.run(
         [str(binary), "--tokenizer", str(tiny_model["model"]), "--model", str(tiny_model["onnx"]), "--serve"],

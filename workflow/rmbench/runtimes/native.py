@@ -99,8 +99,13 @@ class NativeRuntime(Runtime):
             engine = self.resident or self._start_resident()
             scores = []
             for i, (prompt, response) in enumerate(pairs):
-                engine.stdin.write(json.dumps({"id": str(i), "prompt": prompt, "response": response}) + "\n")
-                engine.stdin.flush()
+                try:
+                    engine.stdin.write(
+                        json.dumps({"id": str(i), "prompt": prompt, "response": response}) + "\n"
+                    )
+                    engine.stdin.flush()
+                except BrokenPipeError:
+                    pass  # it has exited: the answer below reports its exit code and message
                 scores.append(self._resident_answer()["score"])
             return scores
 
