@@ -25,6 +25,11 @@ class NativeError(RuntimeError):
     """The engine exited with an error (its one-line message and exit code)."""
 
 
+def engine_message(stderr: str) -> str:
+    """The engine's own one-line message: the last line of its stderr, after any ORT log lines."""
+    return stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
+
+
 class NativeRuntime(Runtime):
     name = "native"
     studies = ("latency", "batching", "concurrency", "decomposition", "zerocopy", "colocation")
@@ -51,23 +56,18 @@ class NativeRuntime(Runtime):
         with tempfile.TemporaryDirectory() as tmp:
             rows, out = Path(tmp) / "rows.jsonl", Path(tmp) / "result"
             write_jsonl([{"id": str(i), "prompt": p, "response": r} for i, (p, r) in enumerate(pairs)], rows)
-            cmd = [
-                str(self.binary),
-                "--tokenizer",
-                str(self.model_dir),
-                "--input",
-                str(rows),
-                result_flag,
-                str(out),
-            ]
-            cmd += ["--max-length", str(self.max_length), *args]
-            if "word_cache" in self.options:  # words the SentencePiece tokenizer remembers
-                cmd += ["--word-cache", str(self.options["word_cache"])]
+            cmd = self.command("--input", str(rows), result_flag, str(out), *args)
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:  # its own one-line message comes last, after any ORT log lines
-                message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no message"
-                raise NativeError(f"rmscore exited {proc.returncode}: {message}")
+            if proc.returncode != 0:
+                raise NativeError(f"rmscore exited {proc.returncode}: {engine_message(proc.stderr)}")
             return out.read_text()
+
+    def command(self, *args: str) -> list[str]:
+        """The engine's command line: its tokenizer and truncation, then `args`."""
+        cmd = [str(self.binary), "--tokenizer", str(self.model_dir), "--max-length", str(self.max_length)]
+        if "word_cache" in self.options:  # words the SentencePiece tokenizer remembers
+            cmd += ["--word-cache", str(self.options["word_cache"])]
+        return cmd + list(args)
 
     def engine_args(self, threads: int | None = None) -> list[str]:
         threads = self.threads if threads is None else threads
@@ -110,8 +110,7 @@ class NativeRuntime(Runtime):
             return scores
 
     def _start_resident(self) -> subprocess.Popen:
-        cmd = [str(self.binary), "--tokenizer", str(self.model_dir), "--serve"]
-        cmd += ["--max-length", str(self.max_length), *self.engine_args()]
+        cmd = self.command("--serve", *self.engine_args())
         pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
         self.resident = subprocess.Popen(cmd, text=True, bufsize=1, **pipes)
         self.last_run = self._resident_answer()  # its ready line: library, tokenizer, options
@@ -122,8 +121,7 @@ class NativeRuntime(Runtime):
         if not line:  # it exited: its one-line message comes last on stderr
             engine, self.resident = self.resident, None
             _, err = engine.communicate()
-            message = err.strip().splitlines()[-1] if err.strip() else "no message"
-            raise NativeError(f"rmscore --serve exited {engine.returncode}: {message}")
+            raise NativeError(f"rmscore --serve exited {engine.returncode}: {engine_message(err)}")
         return json.loads(line)
 
     def close(self) -> None:
@@ -219,8 +217,7 @@ class NativeRuntime(Runtime):
                     write_jsonl(
                         [{"id": str(i), "prompt": pairs[i][0], "response": pairs[i][1]} for i in rows], path
                     )
-                    cmd = [str(self.binary), "--tokenizer", str(self.model_dir), "--input", str(path)]
-                    cmd += ["--output", str(out), "--max-length", str(self.max_length), *self.engine_args()]
+                    cmd = self.command("--input", str(path), "--output", str(out), *self.engine_args())
                     cmd += ["--warmup", str(warmup_rows), "--wait-for-go"]
                     pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
                     procs.append(subprocess.Popen(cmd, text=True, **pipes))
@@ -229,9 +226,8 @@ class NativeRuntime(Runtime):
                 for k, proc in enumerate(procs):
                     _, err = proc.communicate()
                     if proc.returncode != 0:
-                        message = (err.strip().splitlines() or ["no message"])[-1]
                         raise NativeError(
-                            f"engine process {k + 1} of {clients} exited {proc.returncode}: {message}"
+                            f"engine process {k + 1} of {clients} exited {proc.returncode}: {engine_message(err)}"
                         )
                     results.append((shards[k], json.loads((Path(tmp) / f"result{k}.json").read_text())))
                 self.last_run = results[0][1]
