@@ -33,6 +33,7 @@ from rmbench.precision import (
     timed_settings,
 )
 from rmbench.provenance import set_onnxruntime_telemetry
+from rmbench.scheduling import one_pending_timer
 from rmbench.sequential import LOOK_PATH, cell_key
 from rmbench.runtimes import check_runtimes, runtime_class
 from rmbench.tables import LANGUAGE_PAIR, STUDIES, step_name
@@ -41,6 +42,9 @@ validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 check_references(config)
 check_runtimes(config)
 check_variants(config)
+
+# Else Snakemake's scheduler takes up to half a core from the launches (see rmbench/scheduling.py).
+one_pending_timer()
 
 # Every job inherits it (a cluster job parses this file again): no telemetry thread in a timed
 # process unless the config asks for one.
