@@ -16,8 +16,11 @@ rule native_build:
     params:
         build="results/native/build",
         python=sys.executable,  # its onnxruntime package provides the library the engine links
+    # A build folder configured in another copy of the project (a copied or moved tree) starts
+    # afresh: CMake refuses a cache made for another source folder.
     shell:
-        "(cmake -S native -B {params.build} -DCMAKE_BUILD_TYPE=Release -DPYTHON={params.python}"
+        "(grep -qsx CMAKE_HOME_DIRECTORY:INTERNAL=$(pwd -P)/native {params.build}/CMakeCache.txt"
+        " || rm -rf {params.build}; cmake -S native -B {params.build} -DCMAKE_BUILD_TYPE=Release -DPYTHON={params.python}"
         " && cmake --build {params.build} -j {threads}"
         " && ctest --test-dir {params.build} --output-on-failure"
         " && cp {params.build}/rmscore {output}) > {log} 2>&1"
