@@ -15,7 +15,7 @@ class PassCounter:
     def _schedule_reevalutation(self, delay) -> None:  # Snakemake's own version, and spelling
         threading.Timer(delay, lambda: self._open_jobs.release()).start()
 
-    def passes_after(self, calls: int, delay: float = 0.05) -> int:
+    def passes_after(self, calls: int, delay: float = 0.3) -> int:
         for _ in range(calls):
             self._schedule_reevalutation(delay)
         time.sleep(delay + 0.5)
