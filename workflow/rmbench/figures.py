@@ -52,7 +52,8 @@ def latency_figure(table: pd.DataFrame, set_name: str, pdf_path: str | Path) -> 
             mean = sub[f"{metric}_ms"]
             err = [mean - sub[f"{metric}_ms_lo"].fillna(mean), sub[f"{metric}_ms_hi"].fillna(mean) - mean]
             ax.errorbar(x, mean, yerr=err, fmt=marker, capsize=4, color=f"C{row}")
-            ax.set_xticks(x, sub["runtime"] if row else [], rotation=20)  # runtime names below only
+            # Names below only, slanted and right-aligned so that long variant names do not overlap.
+            ax.set_xticks(x, sub["runtime"] if row else [], rotation=30, ha="right")
             ax.set_ylabel(f"{metric} per row, ms")
             ax.set_ylim(bottom=0)
             ax.grid(axis="y", alpha=0.3)
