@@ -92,6 +92,27 @@ def tiny_model(tmp_path_factory):
     return {"cfg": cfg, "model": root / "model", "onnx": root / "onnx" / "model.onnx", "rows": rows}
 
 
+TINY_QWEN3 = TINY | {"architecture": "qwen3-0.6b", "layers": 2, "num_attention_heads": 4, "seed": 5}
+
+
+@pytest.fixture(scope="session")
+def tiny_decoder(tmp_path_factory):
+    """A tiny real Qwen3 reward model folder (the real Qwen tokenizer, ChatML, last-token head)
+    with its ONNX export and rows."""
+    from rmbench.data import sample_rows
+    from rmbench.export import export_onnx
+    from rmbench.models import build_model, build_tokenizer
+    from rmbench.synthetic import generate_split
+
+    root = tmp_path_factory.mktemp("tiny-qwen3")
+    cfg = TINY_QWEN3 | {"name": "tiny_qwen3"}
+    build_tokenizer(cfg, root / "tokenizer")
+    build_model(cfg, root / "tokenizer", root / "model")
+    export_onnx(root / "model", root / "onnx" / "model.onnx", opset=17)
+    rows = sample_rows(generate_split(11, 200), 10, 5, "q")
+    return {"cfg": cfg, "model": root / "model", "onnx": root / "onnx" / "model.onnx", "rows": rows}
+
+
 @pytest.fixture(scope="session")
 def binary(tmp_path_factory):
     """The native engine, configured, built and unit-tested (ctest) in a temporary folder."""

@@ -14,6 +14,7 @@ from rmbench.cells import check_references
 from rmbench.decomposition import POOLED_SET, fidelity_table, fp32_counterparts, gap_table
 from rmbench.errors import ModelSourceError, RmbenchError
 from rmbench.export import reference_scores
+from rmbench.families import family
 from rmbench.figures import decomposition_figure, gap_figure
 from rmbench.latex import batch_operator_latex, fidelity_latex
 from rmbench.models import reward_head
@@ -90,7 +91,7 @@ def test_bf16_with_the_head_in_fp32_rounds_only_the_encoder(tiny_model, referenc
         engine(tiny_model, "hf_eager", head="fp32")
     compiled = engine(tiny_model, "torch_compile", precision="bf16", head="fp32", cache_root=str(tmp_path))
     assert compiled.describe()["cache_dir"].endswith("-bf16-head-fp32")  # its own Inductor cache
-    with pytest.raises(ModelSourceError, match="its head is unknown"):
+    with pytest.raises(ModelSourceError, match="none of the declared families. classes"):
         reward_head(torch.nn.Linear(2, 1))
 
 
@@ -234,21 +235,22 @@ GROUP_MATMULS = {
 def test_int8_of_one_matmul_group_quantizes_that_group_only(tiny_model, tmp_path, group):
     import onnx
 
-    nodes = matmul_nodes(tiny_model["onnx"], group)
+    parts = family("electra-large")["matmul_parts"]
+    nodes = matmul_nodes(tiny_model["onnx"], group, parts)
     layers = tiny_model["cfg"]["layers"]
     assert len(nodes) == GROUP_MATMULS[group][0] * layers
-    assert matmul_nodes(tiny_model["onnx"], "all") is None  # quantize_dynamic's every-MatMul default
+    assert matmul_nodes(tiny_model["onnx"], "all", parts) is None  # quantize_dynamic's every-MatMul default
     if group.startswith("ffn_"):  # the feed-forward's two halves: disjoint, together `ffn`
-        other = matmul_nodes(tiny_model["onnx"], "ffn_out" if group == "ffn_in" else "ffn_in")
+        other = matmul_nodes(tiny_model["onnx"], "ffn_out" if group == "ffn_in" else "ffn_in", parts)
         assert not set(nodes) & set(other)
-        assert sorted(nodes + other) == sorted(matmul_nodes(tiny_model["onnx"], "ffn"))
+        assert sorted(nodes + other) == sorted(matmul_nodes(tiny_model["onnx"], "ffn", parts))
     path = tmp_path / "model.int8.onnx"
-    quantize_int8(tiny_model["onnx"], path, "qint8", per_channel=False, reduce_range=False, matmuls=group)
+    quantize_int8(tiny_model["onnx"], path, "qint8", False, False, matmuls=group, matmul_parts=parts)
     ops = [node.op_type for node in onnx.load(str(path)).graph.node]
     # only the MatMuls with a constant weight become integer ones (not the two activation products)
     assert sum(op in INTEGER_MATMULS for op in ops) == GROUP_MATMULS[group][1] * layers
     with pytest.raises(RmbenchError, match="matmuls must be one of all, ffn, attention, ffn_in"):
-        matmul_nodes(tiny_model["onnx"], "head")
+        matmul_nodes(tiny_model["onnx"], "head", parts)
 
 
 def test_sweep_settings_name_every_variant_over_the_quantization_default():

@@ -8,8 +8,8 @@ import torch
 from conftest import TINY
 from rmbench.errors import ModelSourceError, ParityError
 from rmbench.export import check_parity, parity_report, reference_scores
+from rmbench.families import FAMILIES
 from rmbench.models import (
-    ARCHITECTURES,
     build_tokenizer,
     load_model,
     load_tokenizer,
@@ -18,20 +18,26 @@ from rmbench.models import (
 )
 
 
-@pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
+@pytest.mark.parametrize("arch", sorted(FAMILIES))
 def test_layers_knob_keeps_the_real_per_layer_shapes(arch):
     full = synthetic_config({"architecture": arch})
     cut = synthetic_config({"architecture": arch, "layers": 4})
-    assert full.num_hidden_layers == 24 and cut.num_hidden_layers == 4
+    assert (
+        full.num_hidden_layers == FAMILIES[arch]["config"]["num_hidden_layers"] and cut.num_hidden_layers == 4
+    )
     for key in (
         "hidden_size",
         "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
         "intermediate_size",
         "vocab_size",
         "max_position_embeddings",
     ):
-        assert getattr(full, key) == getattr(cut, key)
+        assert getattr(full, key, None) == getattr(cut, key, None)
     assert full.hidden_size == 1024 and full.num_labels == 1
+    with pytest.raises(ModelSourceError, match="is more than"):
+        synthetic_config({"architecture": arch, "layers": full.num_hidden_layers + 1})
 
 
 def test_synthetic_scores_spread_across_rows(tiny_model):

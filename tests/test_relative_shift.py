@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 from rmbench.export import export_onnx, ort_session
-from rmbench.models import architecture
+from rmbench.families import family
 from rmbench.relative_shift import patched
 from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 
@@ -13,7 +13,7 @@ from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 def tiny_deberta(**overrides) -> DebertaV2ForSequenceClassification:
     """The project's DeBERTa-v3 architecture, small enough to test in seconds, with few position
     buckets so that short rows already reach the log-bucketed and the clamped distances."""
-    values = {k: v for k, v in architecture("deberta-v3-large")["config"].items() if k != "model_type"}
+    values = {k: v for k, v in family("deberta-v3-large")["config"].items() if k != "model_type"}
     values |= {
         "vocab_size": 100,
         "hidden_size": 32,

@@ -32,6 +32,7 @@ DEFAULT_TOKEN_BUDGET = 4096  # the native engine's default too
 DEFAULT_MAX_WASTE = 0.02  # the native engine's default too
 SORTED = ("length_aware", "token_budget", "waste_bound")
 PADDINGS = ("longest", "max_length")
+PADDING_SIDES = ("declared", "left", "right")  # declared: the model family's
 
 
 def make_batches(

@@ -27,12 +27,14 @@ def parse_params(text: str) -> dict:
     return params
 
 
-def study_groups(study: dict) -> list[tuple[str, list[str], list[str], dict, dict]]:
-    """(runtime, sets, devices, launch counts, launch caps) for one study: every runtime on the
-    study's sets, then the replication's runtimes on the replication's sets, devices and counts."""
+def study_groups(study: dict) -> list[tuple[str, list[str], list[str], list[str], dict, dict]]:
+    """(runtime, models, sets, devices, launch counts, launch caps) for one study: every runtime on
+    the study's sets and models (those of them it names, if it names some), then the
+    replication's runtimes on the replication's sets, devices and counts."""
     groups = [
         (
             runtime,
+            cfg.get("models") or study["models"],
             study["sets"],
             cfg.get("devices") or study["devices"],
             cfg["launches"],
@@ -45,7 +47,9 @@ def study_groups(study: dict) -> list[tuple[str, list[str], list[str], dict, dic
         launches = {"cpu": 3, "cuda": 5} | (replicate.get("launches") or {})
         devices = [d for d in study["devices"] if d in replicate.get("devices", study["devices"])]
         cap = replicate.get("cap") or {}
-        groups += [(runtime, replicate["sets"], devices, launches, cap) for runtime in replicate["runtimes"]]
+        for runtime in replicate["runtimes"]:
+            models = study["runtimes"][runtime].get("models") or study["models"]
+            groups.append((runtime, models, replicate["sets"], devices, launches, cap))
     return groups
 
 
@@ -68,7 +72,9 @@ def study_cells(name: str, study: dict) -> list[dict]:
     """
     cells = []
     for model in study["models"]:
-        for runtime, sets, devices, launches, caps in study_groups(study):
+        for runtime, models, sets, devices, launches, caps in study_groups(study):
+            if model not in models:
+                continue
             for device in devices:
                 minimum = launches[device]
                 cap = max(minimum, caps.get(device, minimum))
@@ -154,6 +160,13 @@ def check_references(config: dict) -> None:
                     f"does not define (defined: {', '.join(config[kind])})"
                 )
     for study, cfg in config["studies"].items():
+        for runtime, runtime_cfg in cfg["runtimes"].items():
+            unknown = set(runtime_cfg.get("models") or []) - set(config["models"])
+            if unknown:
+                raise RmbenchError(
+                    f"studies.{study}.runtimes.{runtime}.models names {', '.join(sorted(unknown))}, "
+                    f"which config 'models' does not define (defined: {', '.join(config['models'])})"
+                )
         unknown = set((cfg.get("replicate") or {}).get("runtimes", [])) - set(cfg["runtimes"])
         if unknown:
             raise RmbenchError(

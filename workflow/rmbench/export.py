@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ParityError
-from .models import MAX_LENGTH, encode, load_model, load_tokenizer
+from .families import family_of_config
+from .models import MAX_LENGTH, encode, load_model, load_tokenizer, token_ids
 
 # How DeBERTa's relative attention is exported: as transformers writes it, or as a diagonal
 # shift (relative_shift.py; models without relative attention export the same graph either way).
@@ -42,10 +43,14 @@ def export_onnx(model_dir: Path, out_path: Path, opset: int, attention: str = "s
             shutil.move(str(f), out_path.parent / f.name.replace("model.onnx", out_path.name))
 
 
+class FusionUnsupported(Exception):
+    """onnxruntime.transformers' optimizer has no fusions for this model family."""
+
+
 def optimize_for_transformers(src: Path, dst: Path, model_dir: Path) -> dict:
     """The exported model after onnxruntime.transformers' offline fusions (attention, skip layer
-    norm, bias GELU, embed layer norm) for BERT-like encoders, at the model's own head count and
-    width; returns how many of each fused operator it made (DeBERTa's relative attention has no
+    norm, bias GELU, embed layer norm) for the optimizer model type the family declares, at the
+    model's own head count and width; returns how many of each fused operator it made (DeBERTa's relative attention has no
     fusion there, so its count says what did apply)."""
     import json
 
@@ -53,13 +58,19 @@ def optimize_for_transformers(src: Path, dst: Path, model_dir: Path) -> dict:
     from onnxruntime.transformers.optimizer import optimize_model
 
     config = json.loads((Path(model_dir) / "config.json").read_text())
-    fusions = FusionOptions("bert")
+    model_type = family_of_config(config)["ort_optimizer"]
+    if model_type is None:
+        raise FusionUnsupported(
+            f"onnxruntime.transformers' optimizer has no model type for {config['architectures'][0]} "
+            "(its family declares ort_optimizer: None)"
+        )
+    fusions = FusionOptions(model_type)
     # Symbolic shape inference ran > 10 min at 13 GB on DeBERTa-v3 without finishing; without it
     # DeBERTa takes seconds, and ELECTRA gets the same fusions as with it.
     fusions.enable_shape_inference = False
     optimized = optimize_model(
         str(src),
-        model_type="bert",
+        model_type=model_type,
         num_heads=config["num_attention_heads"],
         hidden_size=config["hidden_size"],
         opt_level=0,  # offline fusions only; the session applies its own levels when it loads the file
@@ -249,7 +260,7 @@ def native_parity_report(
         pairs = [(r["prompt"], r["response"]) for r in rows]
         native = runtime.encodings(pairs)
         for row, (p, r), got in zip(rows, pairs, native, strict=True):
-            want = tokenizer(p, r, truncation=True, max_length=runtime.max_length)["input_ids"]
+            want = token_ids(tokenizer, p, r, runtime.max_length)
             mismatch = token_mismatch(tokenizer, f"{name}:{row['id']}", got["input_ids"], want)
             if mismatch:
                 token_mismatches.append(mismatch)

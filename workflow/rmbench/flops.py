@@ -1,7 +1,8 @@
 """Matmul FLOPs of one forward pass, to turn a measured latency into an achieved FLOP/s.
 
-Counted: the work any runtime must do for a row of n tokens. Per encoder layer, the Q, K, V and
-output projections (4 x 2nH^2), the FFN (2 x 2nHI), attention scores and the weighted sum
+Counted: the work any runtime must do for a row of n tokens. Per layer, the Q, K, V and output
+projections (4 x 2nH^2 for an encoder; grouped-query attention's K and V are narrower), the
+feed-forward (2 x 2nHI, or 3 x 2nHI for SwiGLU), attention scores and the weighted sum
 (2 x 2n^2H), and for DeBERTa's disentangled attention the content-to-position and
 position-to-content scores against the relative positions a row of n tokens has, at most 2k
 (2 x 2n min(2n-1, 2k) H, k = position buckets: the stock export scores all 2k, the relative-shift
@@ -16,6 +17,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .families import family_of_config
+
 
 def _position_span(config: dict) -> int:
     """k: DeBERTa's relative positions run from -k to k (its position buckets, else its maximum)."""
@@ -27,15 +30,37 @@ def _position_span(config: dict) -> int:
     return span
 
 
+def attention_width(config: dict) -> int:
+    """Query heads x head width: the hidden size, except where a decoder sets its own head_dim."""
+    heads = config["num_attention_heads"]
+    return heads * config.get("head_dim", config["hidden_size"] // heads)
+
+
+def layer_weight_shapes(config: dict) -> list[tuple[str, int, int]]:
+    """(name, k, n) of every weight matrix of one layer, as its family declares the feed-forward:
+    query and output at the heads' width, key and value at the key-value heads' (grouped-query
+    attention shares them), and two feed-forward matrices or SwiGLU's three."""
+    h, i = config["hidden_size"], config["intermediate_size"]
+    heads = config["num_attention_heads"]
+    q = attention_width(config)
+    kv = q // heads * config.get("num_key_value_heads", heads)
+    shapes = [("query", h, q), ("key", h, kv), ("value", h, kv), ("attention_output", q, h)]
+    if family_of_config(config)["ffn_matrices"] == 3:
+        shapes.append(("ffn_gate", h, i))
+    return [*shapes, ("ffn_up", h, i), ("ffn_down", i, h)]
+
+
 def weight_gemm_flops(config: dict, tokens: int) -> float:
-    """The products with weight matrices of a row of n tokens: Q, K, V, output, FFN."""
-    n, h, i = tokens, config["hidden_size"], config["intermediate_size"]
-    return float((4 * 2 * n * h * h + 2 * 2 * n * h * i) * config["num_hidden_layers"])
+    """The products with weight matrices of a row of n tokens, every layer."""
+    per_layer = sum(2 * tokens * k * n for _, k, n in layer_weight_shapes(config))
+    return float(per_layer * config["num_hidden_layers"])
 
 
 def encoder_flops(config: dict, tokens: int) -> float:
+    """Every matmul of a row of n tokens: the weight products, the attention scores and weighted
+    sum over all n x n pairs (a causal mask saves no runtime here the work), DeBERTa's position terms."""
     n, h = tokens, config["hidden_size"]
-    per_layer = 2 * 2 * n * n * h
+    per_layer = 2 * 2 * n * n * attention_width(config)
     if config.get("relative_attention"):
         span = _position_span(config)
         per_layer += len(config.get("pos_att_type") or []) * 2 * n * min(2 * n - 1, 2 * span) * h

@@ -1,8 +1,8 @@
 """The fp32 GEMM ceiling: each library's matmul rate on a model's own encoder shapes.
 
-One launch times one library (torch, onnxruntime/MLAS, numpy/OpenBLAS) on the six GEMMs of one
-encoder layer at m = `tokens` rows: Q, K, V and output projections (m x H x H) and the two FFN
-matmuls (m x H x I, m x I x H), weights constant as in a model. The best library's rate is the
+One launch times one library (torch, onnxruntime/MLAS, numpy/OpenBLAS) on the weight GEMMs of one
+layer at m = `tokens` rows (rmbench.flops.layer_weight_shapes: Q, K, V and output projections and
+the feed-forward's two or three matrices), weights constant as in a model. The best library's rate is the
 roofline the runtimes' achieved FLOP/s are compared with.
 """
 
@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .cells import parse_params
+from .flops import layer_weight_shapes
 
 ITERATIONS = 20
 WARMUP = 3
@@ -22,17 +23,9 @@ ONNX_IR_VERSION = 10  # onnx 1.23 writes IR 14 by default, which ORT 1.30 reject
 
 
 def layer_shapes(model_dir: str | Path, tokens: int) -> list[tuple[str, int, int, int]]:
-    """(name, m, k, n) for the GEMMs of one encoder layer of the model in `model_dir`."""
+    """(name, m, k, n) for the weight GEMMs of one layer of the model in `model_dir`."""
     config = json.loads((Path(model_dir) / "config.json").read_text())
-    h, i = config["hidden_size"], config["intermediate_size"]
-    return [
-        ("query", tokens, h, h),
-        ("key", tokens, h, h),
-        ("value", tokens, h, h),
-        ("attention_output", tokens, h, h),
-        ("ffn_up", tokens, h, i),
-        ("ffn_down", tokens, i, h),
-    ]
+    return [(name, tokens, k, n) for name, k, n in layer_weight_shapes(config)]
 
 
 def _timed(run, iterations: int) -> list[float]:

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from .families import family_of_folder
+
 
 def build_generator(cfg: dict, tokenizer_dir: Path, out_dir: Path) -> None:
     """A GPT-2 model of cfg's size with seeded random weights over the tokenizer's vocabulary."""
@@ -30,6 +32,10 @@ def build_generator(cfg: dict, tokenizer_dir: Path, out_dir: Path) -> None:
     from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    specials = {
+        k: tokenizer.convert_tokens_to_ids(t)
+        for k, t in family_of_folder(tokenizer_dir)["special_tokens"].items()
+    }
     torch.manual_seed(cfg["seed"])
     config = GPT2Config(
         vocab_size=len(tokenizer),
@@ -37,9 +43,9 @@ def build_generator(cfg: dict, tokenizer_dir: Path, out_dir: Path) -> None:
         n_embd=cfg["hidden_size"],
         n_layer=cfg["layers"],
         n_head=cfg["num_attention_heads"],
-        bos_token_id=tokenizer.cls_token_id,
-        eos_token_id=tokenizer.sep_token_id,
-        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=specials["bos"],
+        eos_token_id=specials["eos"],
+        pad_token_id=specials["pad"],
     )
     model = GPT2LMHeadModel(config).eval()
     out_dir = Path(out_dir)

@@ -7,76 +7,22 @@ loads the same thing.
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import os
+import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from .errors import ModelSourceError
-
-# The real reward models' architectures (from their hub config.json files).
-ARCHITECTURES = {
-    "deberta-v3-large": {
-        "class": "DebertaV2ForSequenceClassification",
-        "tokenizer": "sentencepiece",
-        "config": {
-            "model_type": "deberta-v2",
-            "hidden_size": 1024,
-            "num_hidden_layers": 24,
-            "num_attention_heads": 16,
-            "intermediate_size": 4096,
-            "vocab_size": 128100,
-            "max_position_embeddings": 512,
-            "relative_attention": True,
-            "position_buckets": 256,
-            "pos_att_type": ["p2c", "c2p"],
-            "norm_rel_ebd": "layer_norm",
-            "share_att_key": True,
-            "max_relative_positions": -1,
-            "position_biased_input": False,
-            "type_vocab_size": 0,
-            "hidden_act": "gelu",
-            "layer_norm_eps": 1e-7,
-            "pooler_hidden_size": 1024,
-            "pooler_hidden_act": "gelu",
-            "pooler_dropout": 0.0,
-            "num_labels": 1,
-        },
-        "head": ["pooler.dense", "classifier"],
-    },
-    "electra-large": {
-        "class": "ElectraForSequenceClassification",
-        "tokenizer": "wordpiece",
-        "config": {
-            "model_type": "electra",
-            "hidden_size": 1024,
-            "embedding_size": 1024,
-            "num_hidden_layers": 24,
-            "num_attention_heads": 16,
-            "intermediate_size": 4096,
-            "vocab_size": 30522,
-            "type_vocab_size": 2,
-            "max_position_embeddings": 512,
-            "layer_norm_eps": 1e-12,
-            "hidden_act": "gelu",
-            "num_labels": 1,
-        },
-        "head": ["classifier.dense", "classifier.out_proj"],
-    },
-}
+from .families import CHATML_TEMPLATE, family, family_of_class, family_of_folder, write_family
 
 # DeBERTa-v3's special tokens and their ids.
 SPM_SPECIALS = {"pad": ("[PAD]", 0), "bos": ("[CLS]", 1), "eos": ("[SEP]", 2), "unk": ("[UNK]", 3)}
 SPM_MASK = "[MASK]"  # id 4, a user-defined symbol
 MAX_LENGTH = 512
-
-
-def architecture(name: str) -> dict:
-    if name not in ARCHITECTURES:
-        raise ModelSourceError(f"unknown architecture '{name}' (known: {', '.join(ARCHITECTURES)})")
-    return ARCHITECTURES[name]
 
 
 def _hub_or_local(model_cfg: dict) -> str:
@@ -148,30 +94,59 @@ def train_sentencepiece(corpus: list[str], out_model: Path, vocab_size: int, see
 
 
 def build_tokenizer(model_cfg: dict, out_dir: Path, spm_model: Path | None = None) -> None:
-    """Writes the model's tokenizer folder (slow and fast files)."""
-    from transformers import AutoTokenizer, DebertaV2Tokenizer, ElectraTokenizer
+    """Writes the model's tokenizer folder (slow and fast files) and names its family there."""
+    from transformers import AutoTokenizer
 
     out_dir = Path(out_dir)
+    name = model_cfg["architecture"]
     if model_cfg["source"] != "synthetic":
         try:
             tok = AutoTokenizer.from_pretrained(_hub_or_local(model_cfg))
         except (OSError, ValueError) as e:
             raise _load_error(model_cfg, "tokenizer", e) from None
         tok.save_pretrained(out_dir)
-        return
-    kind = architecture(model_cfg["architecture"])["tokenizer"]
-    if kind == "sentencepiece":
-        # DeBERTa-v3's own settings: cased, no punctuation pre-split.
-        slow = DebertaV2Tokenizer(
-            vocab_file=str(spm_model), do_lower_case=False, split_by_punct=False, model_max_length=MAX_LENGTH
-        )
     else:
-        slow = ElectraTokenizer(
-            vocab_file=str(wordpiece_vocab()), do_lower_case=True, model_max_length=MAX_LENGTH
-        )
-    slow.save_pretrained(out_dir)
-    # Converting the saved slow tokenizer writes tokenizer.json for the fast one beside it.
+        TOKENIZER_BUILDERS[family(name)["tokenizer"]](out_dir, spm_model)
+    write_family(out_dir, name)
+
+
+def _sentencepiece_tokenizer(out_dir: Path, spm_model: Path | None) -> None:
+    from transformers import DebertaV2Tokenizer
+
+    # DeBERTa-v3's own settings: cased, no punctuation pre-split.
+    DebertaV2Tokenizer(
+        vocab_file=str(spm_model), do_lower_case=False, split_by_punct=False, model_max_length=MAX_LENGTH
+    ).save_pretrained(out_dir)
+    _add_fast_files(out_dir)
+
+
+def _wordpiece_tokenizer(out_dir: Path, spm_model: Path | None) -> None:
+    from transformers import ElectraTokenizer
+
+    ElectraTokenizer(
+        vocab_file=str(wordpiece_vocab()), do_lower_case=True, model_max_length=MAX_LENGTH
+    ).save_pretrained(out_dir)
+    _add_fast_files(out_dir)
+
+
+def _add_fast_files(out_dir: Path) -> None:
+    """Converting the saved slow tokenizer writes tokenizer.json for the fast one beside it."""
+    from transformers import AutoTokenizer
+
     AutoTokenizer.from_pretrained(out_dir, use_fast=True, from_slow=True).save_pretrained(out_dir)
+
+
+def _byte_bpe_tokenizer(out_dir: Path, spm_model: Path | None) -> None:
+    from .byte_bpe import save_qwen_tokenizer
+
+    save_qwen_tokenizer(out_dir, CHATML_TEMPLATE, MAX_LENGTH)
+
+
+TOKENIZER_BUILDERS = {
+    "sentencepiece": _sentencepiece_tokenizer,
+    "wordpiece": _wordpiece_tokenizer,
+    "byte_bpe": _byte_bpe_tokenizer,
+}
 
 
 def without_torch() -> None:
@@ -185,14 +160,16 @@ def without_torch() -> None:
     os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
 
 
-def load_tokenizer(folder: str | Path):
-    """The fast tokenizer of a model or tokenizer folder."""
+def load_tokenizer(folder: str | Path, fast: bool = True):
+    """The fast (or slow) tokenizer of a model or tokenizer folder."""
     from transformers import AutoTokenizer
 
     folder = Path(folder)
     if not folder.is_dir():
         raise ModelSourceError(f"tokenizer folder {folder} does not exist; build it with the tokenizer rule")
-    return AutoTokenizer.from_pretrained(folder, use_fast=True)
+    # transformers 4.57.6 takes any folder whose config.json it wrote for a Mistral model with a
+    # broken split pattern, and warns; False keeps the folder's own pattern and says so.
+    return AutoTokenizer.from_pretrained(folder, use_fast=fast, fix_mistral_regex=False)
 
 
 # -- models -------------------------------------------------------------------------------------
@@ -200,14 +177,25 @@ def synthetic_config(model_cfg: dict):
     """The real architecture's config, with the depth (and for smoke runs, width) overridden."""
     from transformers import AutoConfig
 
-    arch = architecture(model_cfg["architecture"])
+    arch = family(model_cfg["architecture"])
     values = dict(arch["config"])
     model_type = values.pop("model_type")
     if model_cfg.get("layers"):
+        if model_cfg["layers"] > values["num_hidden_layers"]:
+            raise ModelSourceError(
+                f"model '{model_cfg.get('name')}': layers {model_cfg['layers']} is more than "
+                f"{arch['name']}'s {values['num_hidden_layers']}"
+            )
         values["num_hidden_layers"] = model_cfg["layers"]
+    heads = values["num_attention_heads"]
     for key in ("hidden_size", "num_attention_heads", "intermediate_size"):
         if model_cfg.get(key):
             values[key] = model_cfg[key]
+    narrowed = model_cfg.get("hidden_size") or model_cfg.get("num_attention_heads")
+    if narrowed and "head_dim" in values:  # heads split the narrowed width; key-value groups kept
+        values["head_dim"] = values["hidden_size"] // values["num_attention_heads"]
+        group = heads // values["num_key_value_heads"]
+        values["num_key_value_heads"] = max(1, values["num_attention_heads"] // group)
     for tied in ("embedding_size", "pooler_hidden_size"):
         if tied in values:
             values[tied] = values["hidden_size"]
@@ -232,14 +220,15 @@ def build_synthetic_model(model_cfg: dict, tokenizer, calibration_rows: int = CA
     import torch
     import transformers
 
-    arch = architecture(model_cfg["architecture"])
+    arch = family(model_cfg["architecture"])
     torch.manual_seed(model_cfg["seed"])
     model = getattr(transformers, arch["class"])(synthetic_config(model_cfg)).eval()
     with torch.no_grad():
         for name in arch["head"]:
             layer = model.get_submodule(name)
             layer.weight.normal_(0.0, model_cfg["head_init_std"])
-            layer.bias.zero_()
+            if layer.bias is not None:  # a decoder's score layer has none
+                layer.bias.zero_()
     final = model.get_submodule(arch["head"][-1])
     pooled = head_inputs(
         model, final, tokenizer, calibration_pairs(model_cfg["seed"], calibration_rows)
@@ -250,7 +239,8 @@ def build_synthetic_model(model_cfg: dict, tokenizer, calibration_rows: int = CA
         raw = pooled @ w
         w = w / raw.std()
         final.weight.copy_(w.unsqueeze(0).to(final.weight.dtype))
-        final.bias.fill_(float(-(pooled @ w).mean()))
+        if final.bias is not None:  # without one the mean stays near 0: w is orthogonal to it
+            final.bias.fill_(float(-(pooled @ w).mean()))
     return model
 
 
@@ -264,11 +254,18 @@ def calibration_pairs(seed: int, rows: int) -> list[tuple[str, str]]:
 
 def head_inputs(model, final, tokenizer, pairs):
     """What the reward head's final layer `final` reads (the pooled feature) for every pair, each
-    scored alone, as one tensor in the dtype the forward pass gave it (bf16 under autocast)."""
+    scored alone, as one tensor in the dtype the forward pass gave it (bf16 under autocast). A
+    family that pools the last token applies its head to every token and pools after: its pooled
+    feature is the last token's (rows alone have no padding)."""
     import torch
 
     found = []
-    hook = final.register_forward_hook(lambda mod, args, out: found.append(args[0].detach()))
+    last = family_of_class(type(model).__name__)["pooling"] == "last"
+
+    def keep(module, args, out):
+        found.append((args[0][:, -1] if last else args[0]).detach())
+
+    hook = final.register_forward_hook(keep)
     try:
         with torch.inference_mode():
             for pair in pairs:
@@ -279,14 +276,8 @@ def head_inputs(model, final, tokenizer, pairs):
 
 
 def reward_head(model) -> list[str]:
-    """The reward head's layers (ARCHITECTURES' `head`) of a loaded model, found by its class."""
-    for arch in ARCHITECTURES.values():
-        if type(model).__name__ == arch["class"]:
-            return arch["head"]
-    raise ModelSourceError(
-        f"{type(model).__name__} is none of the known reward models' classes "
-        f"({', '.join(a['class'] for a in ARCHITECTURES.values())}): its head is unknown"
-    )
+    """The reward head's layers (its family's `head`) of a loaded model, found by its class."""
+    return family_of_class(type(model).__name__)["head"]
 
 
 def head_in_fp32(model) -> None:
@@ -341,24 +332,83 @@ def load_model(folder: str | Path, device: str = "cpu"):
     return AutoModelForSequenceClassification.from_pretrained(folder).to(device).eval()
 
 
+def tokenizer_family(tokenizer) -> dict:
+    """The family of a tokenizer loaded from a folder (load_tokenizer): how its rows become input."""
+    return _folder_family(str(tokenizer.name_or_path))
+
+
+@functools.cache
+def _folder_family(folder: str) -> dict:
+    return family_of_folder(folder)
+
+
+class PaddingSideError(ModelSourceError):
+    """A batch padded on a side the model's family does not allow."""
+
+
+HH_TURN = re.compile(r"\n\n(Human|Assistant):")
+HH_ROLES = {"Human": "user", "Assistant": "assistant"}
+
+
+def chat_messages(prompt: str, response: str) -> list[dict]:
+    """A (prompt, reply) row as chat messages: each Human and Assistant turn of an hh-rlhf prompt
+    a user or assistant message (its closing empty Assistant turn dropped), then the reply as the
+    final assistant message. A prompt without turns is one user message."""
+    parts = HH_TURN.split(prompt)  # [before the first turn, role, text, role, text, ...]
+    messages = [
+        {"role": HH_ROLES[role], "content": text.strip()} for role, text in zip(parts[1::2], parts[2::2])
+    ]
+    if messages and messages[-1] == {"role": "assistant", "content": ""}:
+        messages.pop()
+    if parts[0].strip() or not messages:  # text before the first turn opens the first message
+        messages.insert(0, {"role": "user", "content": parts[0].strip()})
+        if len(messages) > 1 and messages[1]["role"] == "user":
+            first = messages.pop(0)["content"]
+            messages[0]["content"] = f"{first}\n{messages[0]['content']}"
+    return [*messages, {"role": "assistant", "content": response}]
+
+
+def chat_texts(tokenizer, pairs: list[tuple[str, str]]) -> list[str]:
+    """Each (prompt, reply) rendered through the tokenizer's chat template."""
+    return [tokenizer.apply_chat_template(chat_messages(p, r), tokenize=False) for p, r in pairs]
+
+
 def encode(
     tokenizer,
     pairs: list[tuple[str, str]],
-    tensors: str,
-    max_length: int = MAX_LENGTH,
+    tensors: str | None,
+    max_length: int | None = MAX_LENGTH,
     pad_to_multiple_of: int | None = None,
     padding: str = "longest",
+    padding_side: str | None = None,
 ):
-    """Tokenizes (prompt, response) pairs as the model cards do: longest_first to max_length,
-    padded to the batch's longest row (or up to a multiple of `pad_to_multiple_of`); padding
-    `max_length` pads every row to max_length instead (rmbench.batching.PADDINGS)."""
+    """Tokenizes (prompt, response) rows the way the model's family declares: a text pair
+    (the OpenAssistant model cards: longest_first to max_length) or the chat template of the
+    dialogue (truncated at max_length from the end, as transformers does). Pads to the batch's
+    longest row (or up to a multiple of `pad_to_multiple_of`); padding `max_length` pads every
+    row to max_length instead (rmbench.batching.PADDINGS). The family's padding side unless
+    `padding_side` says otherwise (one the family allows). max_length None: no truncation."""
+    declared = tokenizer_family(tokenizer)
+    if padding_side and padding_side not in declared["padding_sides"]:
+        raise PaddingSideError(
+            f"{declared['name']} may not pad on the {padding_side}: its scores would move "
+            f"(the family pads on the {' or '.join(declared['padding_sides'])})"
+        )
+    options = {
+        "truncation": max_length is not None,
+        "max_length": max_length,
+        "padding": True if padding == "longest" else padding,
+        "pad_to_multiple_of": pad_to_multiple_of,
+        "padding_side": padding_side or declared["padding_sides"][0],
+        "return_tensors": tensors,
+        "verbose": False,
+    }
+    if declared["input"] == "chat":
+        return tokenizer(chat_texts(tokenizer, pairs), add_special_tokens=False, **options)
     prompts, responses = zip(*pairs)
-    return tokenizer(
-        list(prompts),
-        list(responses),
-        truncation=True,
-        max_length=max_length,
-        padding=True if padding == "longest" else padding,
-        pad_to_multiple_of=pad_to_multiple_of,
-        return_tensors=tensors,
-    )
+    return tokenizer(list(prompts), list(responses), **options)
+
+
+def token_ids(tokenizer, prompt: str, response: str, max_length: int | None = MAX_LENGTH) -> list[int]:
+    """One row's input ids, as encode() makes them."""
+    return encode(tokenizer, [(prompt, response)], None, max_length, padding="do_not_pad")["input_ids"][0]

@@ -20,15 +20,12 @@ import numpy as np
 from .cells import format_params
 from .errors import RmbenchError
 
-# Which MatMuls an int8 file quantizes, by the exporter's node names (transformers' module paths,
-# e.g. /electra/encoder/layer.0/intermediate/dense/MatMul): every one with a constant weight, or
-# parts of each layer joined by '-': the attention projections (Q, K, V and output), the
-# feed-forward's first (intermediate) and second (output) MatMul; `ffn` is both of those.
-MATMUL_PARTS = {
-    "attention": lambda name: "/attention/" in name,
-    "ffn_in": lambda name: "/attention/" not in name and "/intermediate/" in name,
-    "ffn_out": lambda name: "/attention/" not in name and "/output/dense/" in name,
-}
+# Which MatMuls an int8 file quantizes: every one with a constant weight, or parts of each layer
+# joined by '-': the attention projections, the feed-forward's input MatMuls (up, and gate where
+# SwiGLU has one) and its output MatMul; `ffn` is both feed-forward parts. Each family declares its
+# parts by substrings of the exporter's node names (rmbench.families' `matmul_parts`); a node
+# belongs to the first part, in MATMUL_PARTS' order, that one of its substrings matches.
+MATMUL_PARTS = ("attention", "ffn_in", "ffn_out")
 MATMUL_GROUPS = ("all", "ffn", "attention", "ffn_in", "ffn_out", "attention-ffn_in", "attention-ffn_out")
 
 
@@ -107,19 +104,26 @@ def check_variants(config: dict) -> None:
                     )
 
 
-def matmul_nodes(onnx_path, matmuls: str, graph=None) -> list[str] | None:
+def matmul_part(name: str, parts: dict) -> str | None:
+    """The part (MATMUL_PARTS) a MatMul node belongs to by its name, or None."""
+    return next((part for part in MATMUL_PARTS if any(key in name for key in parts[part])), None)
+
+
+def matmul_nodes(onnx_path, matmuls: str, parts: dict | None, graph=None) -> list[str] | None:
     """The MatMul nodes of group `matmuls` (None: every one, quantize_dynamic's default) in the
-    file's `graph`, read from the file unless given."""
+    file's `graph`, read from the file unless given; `parts` is the family's `matmul_parts`."""
     if matmuls not in MATMUL_GROUPS:
         raise RmbenchError(f"matmuls must be one of {', '.join(MATMUL_GROUPS)}, not {matmuls}")
     if matmuls == "all":
         return None
     import onnx
 
-    parts = [MATMUL_PARTS[part] for part in ("ffn_in-ffn_out" if matmuls == "ffn" else matmuls).split("-")]
+    if parts is None:
+        raise RmbenchError(f"matmuls={matmuls} needs the model family's matmul_parts")
+    wanted = ("ffn_in-ffn_out" if matmuls == "ffn" else matmuls).split("-")
     if graph is None:
         graph = onnx.load(str(onnx_path), load_external_data=False).graph
-    nodes = [n.name for n in graph.node if n.op_type == "MatMul" and any(part(n.name) for part in parts)]
+    nodes = [n.name for n in graph.node if n.op_type == "MatMul" and matmul_part(n.name, parts) in wanted]
     if not nodes:
         raise RmbenchError(
             f"{onnx_path} has no MatMul named like the {matmuls} group (exported by another tool?)"
@@ -128,7 +132,13 @@ def matmul_nodes(onnx_path, matmuls: str, graph=None) -> list[str] | None:
 
 
 def quantize_int8(
-    src: Path, dst: Path, weight_type: str, per_channel: bool, reduce_range: bool, matmuls: str = "all"
+    src: Path,
+    dst: Path,
+    weight_type: str,
+    per_channel: bool,
+    reduce_range: bool,
+    matmuls: str = "all",
+    matmul_parts: dict | None = None,
 ) -> None:
     """Dynamic int8 quantization of the MatMuls with a constant weight (of group `matmuls`)."""
     import onnx
@@ -147,7 +157,7 @@ def quantize_int8(
         per_channel=per_channel,
         reduce_range=reduce_range,
         op_types_to_quantize=["MatMul"],
-        nodes_to_quantize=matmul_nodes(src, matmuls, model.graph),
+        nodes_to_quantize=matmul_nodes(src, matmuls, matmul_parts, model.graph),
         extra_options={"MatMulConstBOnly": True},
     )
 

@@ -335,13 +335,12 @@ def main(argv=None) -> None:
     batcher = None
     if args.microbatch:
         from .batching import BatchCostModel
-        from .models import load_tokenizer
+        from .models import encode, load_tokenizer
 
         tokenizer = load_tokenizer(args.model_dir)
 
         def count_tokens(pairs):
-            prompts, responses = zip(*pairs)
-            encoded = tokenizer(list(prompts), list(responses), truncation=True, max_length=args.max_length)
+            encoded = encode(tokenizer, pairs, None, args.max_length, padding="do_not_pad")
             return [len(ids) for ids in encoded["input_ids"]]
 
         cost_model = None

@@ -14,31 +14,67 @@ import time
 import numpy as np
 
 from .launch import percentile_summary
+from .models import chat_texts, load_tokenizer, token_ids, tokenizer_family
 
-TOKENIZERS = ("native", "hf_fast", "hf_backend", "hf_slow")
-HF_TOKENIZERS = TOKENIZERS[1:]
+TOKENIZERS = ("native", "hf_fast", "hf_backend", "hf_slow", "tiktoken")
+HF_TOKENIZERS = ("hf_fast", "hf_backend", "hf_slow")
+# Libraries that know one tokenizer kind only (rmbench.families' `tokenizer`).
+TOKENIZER_KINDS = {"tiktoken": "byte_bpe"}
+
+
+def library_reason(name: str, declared: dict) -> str | None:
+    """Why tokenizer library `name` cannot tokenize for family `declared`, or None."""
+    kind = TOKENIZER_KINDS.get(name)
+    if kind and declared["tokenizer"] != kind:
+        return f"{name} knows {kind} tokenizers only; {declared['name']}'s is {declared['tokenizer']}"
+    return None
 
 
 def hf_encoder(model_dir, name: str, max_length: int):
     """One pair -> its token ids, the way Hugging Face tokenizer `name` (see HF_TOKENIZERS) does it."""
-    from transformers import AutoTokenizer
     from transformers.utils import logging
 
     logging.set_verbosity_error()  # the slow tokenizers warn on every truncated pair
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, use_fast=name != "hf_slow")
+    tokenizer = load_tokenizer(model_dir, fast=name != "hf_slow")
+    chat = tokenizer_family(tokenizer)["input"] == "chat"
     if name == "hf_backend":  # this tokenizer's own Rust one: the wrapper is not used again
         backend = tokenizer.backend_tokenizer
         backend.enable_truncation(max_length, strategy="longest_first")
         backend.no_padding()
+        if chat:  # the template rendered as transformers does, then the Rust tokenizer alone
+            return lambda p, r: (
+                backend.encode(chat_texts(tokenizer, [(p, r)])[0], add_special_tokens=False).ids
+            )
         # transformers drops an empty second text (`if text_pair`): no pair, one [SEP] fewer.
         return lambda p, r: (backend.encode(p, r) if r else backend.encode(p)).ids
-    return lambda p, r: tokenizer(p, r, truncation=True, max_length=max_length)["input_ids"]
+    return lambda p, r: token_ids(tokenizer, p, r, max_length)
+
+
+def tiktoken_encoder(model_dir, max_length: int):
+    """One pair -> its token ids by tiktoken on the same ranks: the template rendered as
+    transformers does, NFC (tiktoken does not normalize), specials matched, cut at max_length."""
+    import unicodedata
+
+    from .byte_bpe import tiktoken_encoding
+
+    tokenizer = load_tokenizer(model_dir)
+    encoding = tiktoken_encoding()
+
+    def encode(p, r):
+        text = unicodedata.normalize("NFC", chat_texts(tokenizer, [(p, r)])[0])
+        return encoding.encode(text, allowed_special="all")[:max_length]
+
+    return encode
 
 
 def time_hf(
     model_dir, pairs, name: str, repeat: int, warmup: int, max_length: int
 ) -> tuple[list[float], list[float]]:
-    encode = hf_encoder(model_dir, name, max_length)
+    encode = (
+        tiktoken_encoder(model_dir, max_length)
+        if name == "tiktoken"
+        else hf_encoder(model_dir, name, max_length)
+    )
     for p, r in pairs[:warmup]:
         encode(p, r)
     times = np.zeros((repeat, len(pairs)))
@@ -69,7 +105,7 @@ def run_tokenizer_launch(cell: dict, rows: list[dict], model_dir, binary, settin
     name = cell["runtime"]
     if name == "native":
         per_pair, per_pass = time_native(binary, model_dir, pairs, *args)
-    elif name in HF_TOKENIZERS:
+    elif name in TOKENIZERS:
         per_pair, per_pass = time_hf(model_dir, pairs, name, *args)
     else:
         raise ValueError(f"unknown tokenizer '{name}' ({', '.join(TOKENIZERS)})")

@@ -22,6 +22,7 @@ from rmbench.cells import (
     parse_params,
     runtime_variants,
 )
+from rmbench.families import family
 from rmbench.figures import FIGURES
 from rmbench.paper import text_files as paper_text_files
 from rmbench.precision import (
@@ -35,7 +36,7 @@ from rmbench.precision import (
 from rmbench.provenance import set_onnxruntime_telemetry
 from rmbench.scheduling import one_pending_timer
 from rmbench.sequential import LOOK_PATH, cell_key
-from rmbench.runtimes import check_runtimes, runtime_class
+from rmbench.runtimes import check_runtimes, family_reason, runtime_class
 from rmbench.tables import LANGUAGE_PAIR, STUDIES, step_name
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -125,7 +126,14 @@ def enabled_studies():
 
 
 def native_models():
-    return sorted({cell["model"] for cell in CELLS if cell["runtime"] == "native"})
+    """The models the native engine scores (a family it has no tokenizer for has none)."""
+    return sorted(
+        {
+            cell["model"]
+            for cell in CELLS
+            if cell["runtime"] == "native" and family(model_cfg(cell["model"])["architecture"])["native_tokenizer"]
+        }
+    )
 
 
 def study_outputs():
@@ -344,9 +352,14 @@ def source_split():
 
 def tokenizer_inputs(wildcards):
     cfg = model_cfg(wildcards.model)
-    if cfg["source"] == "synthetic" and cfg["architecture"] == "deberta-v3-large":
+    if cfg["source"] == "synthetic" and family(cfg["architecture"])["tokenizer"] == "sentencepiece":
         return {"spm": f"results/tokenizers/spm/{wildcards.model}.model"}
     return {}
+
+
+def matmul_parts(wildcards):
+    """The model family's MatMul parts by node name (what an int8 group quantizes)."""
+    return family(model_cfg(wildcards.model)["architecture"])["matmul_parts"]
 
 
 def sweep_setting(wildcards):
@@ -363,6 +376,16 @@ def precision_of(wildcards):
     return parse_params(wildcards.params).get("precision", "fp32")
 
 
+def unsupported_reason(wildcards):
+    """Why a cell's runtime cannot score its model's family (then it is recorded, untimed, and
+    needs only the model and rows), or None."""
+    # a fidelity gate's runtime is a decomposition step
+    study = wildcards.get("study", "decomposition")
+    options = study_runtime_options(study, wildcards.runtime) | parse_params(wildcards.params)
+    declared = family(config["models"][wildcards.model]["architecture"])
+    return family_reason(wildcards.runtime, declared, options)
+
+
 def scoring_inputs(wildcards):
     """The model and rows a scoring job needs and, where its runtime loads ONNX (its declaration,
     Runtime.onnx_needed), its variant's ONNX file behind the fp32 parity gate: the export, its int8
@@ -372,7 +395,8 @@ def scoring_inputs(wildcards):
         "model": f"results/models/{wildcards.model}",
         "rows": f"results/data/{params['set']}.jsonl",
     }
-    # a fidelity gate's runtime is a decomposition step
+    if unsupported_reason(wildcards):
+        return inputs
     study = wildcards.get("study", "decomposition")
     options = study_runtime_options(study, wildcards.runtime) | params
     if not runtime_class(wildcards.runtime).onnx_needed(options):
@@ -392,7 +416,7 @@ def scoring_inputs(wildcards):
 
 def native_inputs(wildcards):
     """The native engine and its parity gate, for the native runtime's jobs."""
-    if wildcards.runtime != "native":
+    if wildcards.runtime != "native" or unsupported_reason(wildcards):
         return {}
     return {
         "binary": "results/native/bin/rmscore",
@@ -497,6 +521,8 @@ def cell_settings(wildcards):
             settings[key] = study[key]
     if wildcards.study == "colocation":
         settings["generator"] = generator_config() | {"model_dir": "results/generator"}
+    if reason := unsupported_reason(wildcards):
+        settings["unsupported"] = reason
     return settings
 
 

@@ -17,6 +17,7 @@ rule quantize_onnx:
         mem_mb=12000,
     params:
         quantization=config["quantization"],
+        matmul_parts=matmul_parts,
     script:
         "../scripts/quantize_onnx.py"
 
@@ -265,6 +266,7 @@ rule int8_sweep:
         mem_mb=12000,
     params:
         settings=sweep_setting,
+        matmul_parts=matmul_parts,
         repo=workflow.basedir,
         threads=threads(),
         max_length=config["data"]["max_length"],

@@ -21,7 +21,7 @@ with logged(snakemake.log[0]):
     # The int8 file lives only as long as its gate: a DeBERTa one is ~600 MB per setting.
     with tempfile.TemporaryDirectory(dir=snakemake.resources.tmpdir) as tmp:
         int8 = Path(tmp, "model.int8.onnx")
-        quantize_int8(inp.onnx, int8, **par.settings)
+        quantize_int8(inp.onnx, int8, **par.settings, matmul_parts=par.matmul_parts)
         ops = Counter(n.op_type for n in onnx.load(str(int8), load_external_data=False).graph.node)
         variant = runtime_class("ort_python")(onnx_path=str(int8), **common)
         fp32, rows = read_json(inp.fp32_scores), load_set(inp.rows)

@@ -5,5 +5,10 @@ from rmbench.glue import logged
 from rmbench.precision import quantize_int8
 
 with logged(snakemake.log[0]):
-    quantize_int8(snakemake.input[0], snakemake.output[0], **snakemake.params.quantization)
+    quantize_int8(
+        snakemake.input[0],
+        snakemake.output[0],
+        **snakemake.params.quantization,
+        matmul_parts=snakemake.params.matmul_parts,
+    )
     print(f"{snakemake.output[0]}: {snakemake.params.quantization}")

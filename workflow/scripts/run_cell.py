@@ -37,7 +37,10 @@ with logged(snakemake.log[0]):
     started_at = time.time()  # the order launches actually ran in (see launch.order_seed)
     settings = dict(snakemake.params.settings)
     binary = snakemake.input.get("binary")
-    if w.study == "gemm":
+    if settings.get("unsupported"):  # the runtime cannot score this model's family: said, untimed
+        record = {"cell": cell, "settings": settings, "status": "unsupported", "metrics": {}}
+        record["reason"] = settings["unsupported"]
+    elif w.study == "gemm":
         record = run_gemm_launch(cell, snakemake.input.model, settings)
     elif w.study == "tokenizer":
         without_torch()  # it times tokenizers only

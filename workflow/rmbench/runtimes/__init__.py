@@ -52,6 +52,16 @@ def check_runtimes(config: dict) -> None:
             )
 
 
+def family_reason(runtime: str, declared: dict, options: dict) -> str | None:
+    """Why `runtime` (a runtime, or a library the tokenizer study times) cannot run a cell of a
+    model of family `declared` with these options; None when it can."""
+    if runtime not in RUNTIMES:  # a library the tokenizer study times
+        from ..tokenizer_bench import library_reason
+
+        return library_reason(runtime, declared)
+    return runtime_class(runtime).family_reason(declared, options)
+
+
 def service_baselines() -> dict[str, tuple[str, ...]]:
     """Each service and the in-process engines the concurrency study compares it with."""
     return {name: runtime_class(name).compared_with for name in RUNTIMES if runtime_class(name).compared_with}
@@ -70,6 +80,7 @@ __all__ = [
     "Runtime",
     "Unsupported",
     "check_runtimes",
+    "family_reason",
     "runtime_class",
     "runtimes_of",
     "service_baselines",

@@ -12,7 +12,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
-from ..batching import PADDINGS
+from ..batching import PADDING_SIDES, PADDINGS
+from ..models import encode
 from ..precision import MATMUL_GROUPS, ONNX_OPTIMIZERS
 
 # The ONNX file a cell of an ONNX runtime loads (rmbench.precision.onnx_file, wired by the rules):
@@ -39,7 +40,12 @@ class Runtime(ABC):
     needs_onnx: bool = False
     uses_torch: bool = True  # False: its launches load transformers without PyTorch (faster start)
     # Its settings a cell may give (as a variant or an option): name -> (allowed values, default).
-    settings: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {"padding": (PADDINGS, "longest")}
+    # `padding_side` declared: where the model's family pads (rmbench.families); left or right
+    # overrides it (the batching study runs both on a decoder).
+    settings: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+        "padding": (PADDINGS, "longest"),
+        "padding_side": (PADDING_SIDES, "declared"),
+    }
     # A service: the in-process engines the concurrency study compares it with.
     compared_with: tuple[str, ...] = ()
 
@@ -60,6 +66,12 @@ class Runtime(ABC):
         self.options = options or {}  # runtime-specific settings, e.g. the native binary
         # How far score() pads a batch (a batching cell's `padding`; rmbench.batching.PADDINGS).
         self.padding = self.choice("padding")
+        self.padding_side = self.choice("padding_side")
+
+    def encode(self, pairs: list[tuple[str, str]], tensors: str, pad_to_multiple_of: int | None = None):
+        """Rows tokenized as the model's family declares, truncated and padded as this cell says."""
+        side = None if self.padding_side == "declared" else self.padding_side
+        return encode(self.tokenizer, pairs, tensors, self.max_length, pad_to_multiple_of, self.padding, side)
 
     def choice(self, key: str) -> str:
         """Setting `key` as the cell gives it (else its declared default), refused with a clear
@@ -84,6 +96,23 @@ class Runtime(ABC):
     def clone(self, threads: int | None = None) -> Runtime:
         """Another engine like this one, not loaded yet."""
         return type(self)(**self.constructor_args(threads))
+
+    @classmethod
+    def family_reason(cls, declared: dict, options: dict) -> str | None:
+        """Why this runtime cannot score models of family `declared` (rmbench.families) with these
+        options, or None when it can. Its cells are then recorded as unsupported, untimed."""
+        side = options.get("padding_side", "declared")
+        if side != "declared" and side not in declared["padding_sides"]:
+            return (
+                f"{declared['name']} pads on the {' or '.join(declared['padding_sides'])} only: "
+                f"padded on the {side} its scores would move"
+            )
+        if options.get("optimizer") == "transformers" and declared["ort_optimizer"] is None:
+            return (
+                f"ONNX Runtime's fused graph is not built for {declared['name']}: its family declares "
+                "no optimizer model type (docs/models.md says why)"
+            )
+        return None
 
     @classmethod
     def onnx_needed(cls, options: dict) -> bool:

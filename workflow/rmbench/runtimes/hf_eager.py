@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..models import encode, head_in_fp32, load_model, load_tokenizer
+from ..models import head_in_fp32, load_model, load_tokenizer
 from .base import Runtime
 
 
@@ -76,7 +76,7 @@ class HFEagerRuntime(Runtime):
         if self.torch.get_num_threads() != self.threads:
             # OpenMP's thread count is per calling thread: a service scores in worker threads.
             self.torch.set_num_threads(self.threads)
-        enc = encode(self.tokenizer, pairs, "pt", self.max_length, padding=self.padding).to(self.device)
+        enc = self.encode(pairs, "pt").to(self.device)
         with self.torch.inference_mode(), self.autocast():
             return self.model(**enc).logits[:, 0].float().cpu().tolist()
 

@@ -43,6 +43,15 @@ class NativeRuntime(Runtime):
 
         return OrtPythonRuntime.unavailable_reason(device)
 
+    @classmethod
+    def family_reason(cls, declared: dict, options: dict) -> str | None:
+        if declared["native_tokenizer"] is None:
+            return (
+                f"the native engine has no {declared['tokenizer']} tokenizer yet: family "
+                f"{declared['name']} declares no native tokenizer"
+            )
+        return super().family_reason(declared, options)
+
     def load(self) -> None:
         self.binary = Path(self.options.get("binary", ""))
         if not self.binary.is_file():
@@ -152,8 +161,15 @@ class NativeRuntime(Runtime):
         """The engine plans the same batches itself (same rules, same token lengths) and times
         them; a plan that differs from the Python one is a bug, not a measurement."""
         strategy, size, budget, max_waste = batch_plan(self.options)
-        if strategy not in STRATEGIES or self.padding != "longest":
-            what = f"'{strategy}' batching" if strategy not in STRATEGIES else f"padding to {self.padding}"
+        if strategy not in STRATEGIES:
+            what = f"'{strategy}' batching"
+        elif self.padding != "longest":
+            what = f"padding to {self.padding}"
+        elif self.padding_side == "left":
+            what = "padding on the left"
+        else:
+            what = None
+        if what:
             raise Unsupported(f"the native engine has no {what} (an experiment for the Python runtimes)")
         args = [
             "--batching",

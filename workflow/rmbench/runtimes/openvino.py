@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models import encode, load_tokenizer
+from ..models import load_tokenizer
 from .base import ONNX_FILE_SETTINGS, Runtime, Unsupported
 
 # OpenVINO's CPU plugin runs in bf16 by default where the processor has it (AVX-512 BF16, AMX):
@@ -66,7 +66,7 @@ class OpenVinoRuntime(Runtime):
         self.request = self.compiled.create_infer_request()
 
     def score(self, pairs):
-        encoded = encode(self.tokenizer, pairs, "np", self.max_length, padding=self.padding)
+        encoded = self.encode(pairs, "np")
         feed = {name: np.asarray(encoded[name], dtype=np.int64) for name in self.input_names}
         logits = self.request.infer(feed)[self.compiled.outputs[0]]
         return logits[:, 0].astype(float).tolist()

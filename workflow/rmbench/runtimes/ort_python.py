@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from ..export import GRAPH_LEVELS, ort_run, ort_scores, ort_session
-from ..models import encode, load_tokenizer
+from ..export import GRAPH_LEVELS, ort_run, ort_session
+from ..models import load_tokenizer
 from .base import ONNX_FILE_SETTINGS, Runtime
 
 
@@ -35,13 +35,13 @@ class OrtPythonRuntime(Runtime):
         self.session = ort_session(self.onnx_path, self.threads, self.device, self.graph)
 
     def score(self, pairs):
-        return ort_scores(self.session, self.tokenizer, pairs, self.max_length, self.padding).tolist()
+        return ort_run(self.session, self.encode(pairs, "np")).tolist()
 
     def score_row(self, pair):
         # The same calls as score(), timed apart: the language table splits native's difference
         # from this runtime into tokenizing and the engine's call (the native engine does the same).
         start = time.perf_counter()
-        encoded = encode(self.tokenizer, [pair], "np", self.max_length, padding=self.padding)
+        encoded = self.encode([pair], "np")
         tokenized = time.perf_counter()
         score = float(ort_run(self.session, encoded)[0])
         split = {

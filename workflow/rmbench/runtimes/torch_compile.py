@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models import encode
 from .hf_eager import HFEagerRuntime
 
 DYNAMIC = {"none": None, "true": True, "false": False}
@@ -99,9 +98,7 @@ class TorchCompileRuntime(HFEagerRuntime):
         return counters
 
     def score(self, pairs):
-        enc = encode(self.tokenizer, pairs, "pt", self.max_length, self.bucket or None, self.padding).to(
-            self.device
-        )
+        enc = self.encode(pairs, "pt", self.bucket or None).to(self.device)
         frames = self._counters()["frames"]["total"]
         start = time.perf_counter()
         with self.torch.inference_mode(), self.autocast():

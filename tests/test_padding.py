@@ -1,0 +1,72 @@
+"""A row's score may not move with its batch: alone, in a batch padded on the right and in one
+padded on the left, on every runtime that batches, for an encoder and a decoder (users report
+reward scores that change with the batch size)."""
+
+import numpy as np
+import pytest
+from rmbench.families import family_of_folder
+from rmbench.models import PaddingSideError
+from rmbench.runtimes import runtime_class
+
+TOLERANCE = 1e-4  # the parity gate's
+BATCHING_RUNTIMES = {  # runtime -> options
+    "hf_eager": {},
+    "torch_compile": {"dynamic": "true", "cache": "cold"},
+    "ort_python": {},
+    "openvino": {},
+}
+
+
+@pytest.fixture(params=["tiny_model", "tiny_decoder"])
+def model(request):
+    return request.getfixturevalue(request.param)
+
+
+@pytest.mark.parametrize("runtime", BATCHING_RUNTIMES)
+def test_scores_do_not_move_with_the_batch_or_its_padding_side(model, runtime, tmp_path):
+    pairs = [(r["prompt"], r["response"]) for r in model["rows"][:6]]
+    cls = runtime_class(runtime)
+    onnx = model["onnx"] if cls.needs_onnx else None
+    declared = family_of_folder(model["model"])
+
+    def engine(side: str):
+        options = BATCHING_RUNTIMES[runtime] | {"padding_side": side, "cache_root": str(tmp_path)}
+        loaded = cls(model["model"], onnx, "cpu", 1, 512, options)
+        loaded.load()
+        return loaded
+
+    def scores(side: str, batches: list) -> np.ndarray:
+        loaded = engine(side)
+        try:
+            return np.asarray([loaded.score(b) for b in batches], dtype=float).ravel()
+        finally:
+            loaded.close()
+
+    alone = scores("declared", [[p] for p in pairs])
+    assert np.std(alone) > 0.05  # the rows score differently: the check can fail
+    for side in declared["padding_sides"]:
+        batched = scores(side, [pairs])
+        assert np.abs(batched - alone).max() <= TOLERANCE, (side, batched - alone)
+    for side in {"left", "right"} - set(declared["padding_sides"]):
+        # an encoder padded on the left moves its scores (absolute positions, first-token head):
+        # its cells are recorded as unsupported, and the runtime refuses such a batch
+        assert "scores would move" in cls.family_reason(declared, {"padding_side": side})
+        loaded = engine(side)
+        with pytest.raises(PaddingSideError, match=f"may not pad on the {side}"):
+            loaded.score(pairs)
+        loaded.close()
+
+
+def test_an_encoder_padded_on_the_left_would_move_its_scores(tiny_model):
+    """Why encoders declare right padding only: the same batch padded on the left scores otherwise."""
+    import torch
+    from rmbench.models import encode, load_model, load_tokenizer
+
+    tokenizer, model = load_tokenizer(tiny_model["model"]), load_model(tiny_model["model"])
+    pairs = [(r["prompt"], r["response"]) for r in tiny_model["rows"][:4]]
+    with torch.inference_mode():
+        right = model(**encode(tokenizer, pairs, "pt")).logits[:, 0]
+        prompts, replies = zip(*pairs)  # the same batch padded on the left, behind the family's back
+        batch = tokenizer(list(prompts), list(replies), truncation=True, padding=True, padding_side="left")
+        left = model(**batch.convert_to_tensors("pt")).logits[:, 0]
+    assert (right - left).abs().max() > 0.1

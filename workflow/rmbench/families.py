@@ -1,0 +1,236 @@
+"""Model families: everything rmbench knows about a kind of reward model, declared once.
+
+A family is one entry of FAMILIES. Model building, export, parity, the FLOP model, the GEMM
+ceiling, int8 groups, the native engine's command and the tables read it; none of them names a
+model. Adding a model is one entry here (docs/models.md). A key a family leaves out is an error
+that names it, raised when the family is first looked up.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .errors import ModelSourceError
+
+# What each key means (docs/models.md has the long form).
+FAMILY_KEYS = {
+    "class": "the transformers class of the reward model (…ForSequenceClassification)",
+    "config": "the real model's config.json values, model_type included",
+    "head": "the reward head's layers, input to output (calibrated in a synthetic model)",
+    "tokenizer": "how the embedded default builds the tokenizer: sentencepiece | wordpiece | byte_bpe",
+    "input": "how a row becomes model input: pair (tokenizer(prompt, reply)) | chat (the chat template)",
+    "pooling": "which token the head reads: first | last (the last non-pad token)",
+    "padding_sides": (
+        "where a batch may pad, the default first: [right] for an encoder (absolute positions and a "
+        "first-token head: left padding moves its scores), [left, right] for a decoder"
+    ),
+    "ffn_matrices": "weight matrices of a feed-forward block: 2 (up, down) or 3 (SwiGLU: gate, up, down)",
+    "matmul_parts": "int8 groups by ONNX node name: attention, ffn_in, ffn_out, each a list of substrings",
+    "ort_optimizer": "onnxruntime.transformers' model type for the fused graph, or None (unsupported)",
+    "native_tokenizer": "the native engine's tokenizer: sentencepiece | wordpiece, or None (not yet native)",
+    "special_tokens": "pad, bos, eos as token strings (the co-location generator's ids)",
+}
+TOKENIZER_KINDS = ("sentencepiece", "wordpiece", "byte_bpe")
+INPUT_FORMS = ("pair", "chat")
+
+# The fixed ChatML form of the synthetic decoder tokenizer: hh-rlhf's turns as user and assistant
+# messages, each closed by <|im_end|> and a newline (Qwen's form, without a system turn).
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+)
+
+# BERT-style node names of the optimum exports (e.g. /electra/encoder/layer.0/intermediate/dense/MatMul).
+BERT_MATMUL_PARTS = {
+    "attention": ["/attention/"],
+    "ffn_in": ["/intermediate/"],
+    "ffn_out": ["/output/dense/"],
+}
+
+FAMILIES: dict[str, dict] = {
+    "deberta-v3-large": {
+        "class": "DebertaV2ForSequenceClassification",
+        "config": {
+            "model_type": "deberta-v2",
+            "hidden_size": 1024,
+            "num_hidden_layers": 24,
+            "num_attention_heads": 16,
+            "intermediate_size": 4096,
+            "vocab_size": 128100,
+            "max_position_embeddings": 512,
+            "relative_attention": True,
+            "position_buckets": 256,
+            "pos_att_type": ["p2c", "c2p"],
+            "norm_rel_ebd": "layer_norm",
+            "share_att_key": True,
+            "max_relative_positions": -1,
+            "position_biased_input": False,
+            "type_vocab_size": 0,
+            "hidden_act": "gelu",
+            "layer_norm_eps": 1e-7,
+            "pooler_hidden_size": 1024,
+            "pooler_hidden_act": "gelu",
+            "pooler_dropout": 0.0,
+            "num_labels": 1,
+        },
+        "head": ["pooler.dense", "classifier"],
+        "tokenizer": "sentencepiece",
+        "input": "pair",
+        "pooling": "first",
+        "padding_sides": ["right"],
+        "ffn_matrices": 2,
+        "matmul_parts": BERT_MATMUL_PARTS,
+        "ort_optimizer": "bert",
+        "native_tokenizer": "sentencepiece",
+        "special_tokens": {"pad": "[PAD]", "bos": "[CLS]", "eos": "[SEP]"},
+    },
+    "electra-large": {
+        "class": "ElectraForSequenceClassification",
+        "config": {
+            "model_type": "electra",
+            "hidden_size": 1024,
+            "embedding_size": 1024,
+            "num_hidden_layers": 24,
+            "num_attention_heads": 16,
+            "intermediate_size": 4096,
+            "vocab_size": 30522,
+            "type_vocab_size": 2,
+            "max_position_embeddings": 512,
+            "layer_norm_eps": 1e-12,
+            "hidden_act": "gelu",
+            "num_labels": 1,
+        },
+        "head": ["classifier.dense", "classifier.out_proj"],
+        "tokenizer": "wordpiece",
+        "input": "pair",
+        "pooling": "first",
+        "padding_sides": ["right"],
+        "ffn_matrices": 2,
+        "matmul_parts": BERT_MATMUL_PARTS,
+        "ort_optimizer": "bert",
+        "native_tokenizer": "wordpiece",
+        "special_tokens": {"pad": "[PAD]", "bos": "[CLS]", "eos": "[SEP]"},
+    },
+    # Skywork-Reward-V2-Qwen3-0.6B, NeMo-RL's default reward model: Qwen3-0.6B's published config
+    # with one output logit read from the last non-pad token.
+    "qwen3-0.6b": {
+        "class": "Qwen3ForSequenceClassification",
+        "config": {
+            "model_type": "qwen3",
+            "hidden_size": 1024,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "intermediate_size": 3072,
+            "vocab_size": 151936,
+            "max_position_embeddings": 40960,
+            "rope_theta": 1000000.0,
+            "rms_norm_eps": 1e-6,
+            "hidden_act": "silu",
+            "attention_bias": False,
+            "tie_word_embeddings": True,
+            "pad_token_id": 151643,
+            "bos_token_id": 151643,
+            "eos_token_id": 151645,
+            "num_labels": 1,
+        },
+        "head": ["score"],
+        "tokenizer": "byte_bpe",
+        "input": "chat",
+        "pooling": "last",
+        "padding_sides": ["left", "right"],
+        "ffn_matrices": 3,
+        "matmul_parts": {
+            "attention": ["/self_attn/"],
+            "ffn_in": ["/mlp/gate_proj/", "/mlp/up_proj/"],
+            "ffn_out": ["/mlp/down_proj/"],
+        },
+        # ORT 1.30 has a qwen3 model type, but its fused RotaryEmbedding rejects a batch of more
+        # than one row (position_ids of batch 1), so the fused graph would fail every batched
+        # check: its cells are recorded as unsupported.
+        "ort_optimizer": None,
+        "native_tokenizer": None,
+        "special_tokens": {"pad": "<|endoftext|>", "bos": "<|im_start|>", "eos": "<|im_end|>"},
+    },
+}
+
+
+def check_family(name: str, declaration: dict) -> dict:
+    """The declaration, checked: every key present, kinds known. Raises naming what is wrong."""
+    missing = [key for key in FAMILY_KEYS if key not in declaration]
+    if missing:
+        raise ModelSourceError(
+            f"model family '{name}' does not declare {', '.join(missing)} "
+            f"({'; '.join(f'{k}: {FAMILY_KEYS[k]}' for k in missing)})"
+        )
+    checks = {
+        "tokenizer": TOKENIZER_KINDS,
+        "input": INPUT_FORMS,
+        "pooling": ("first", "last"),
+        "ffn_matrices": (2, 3),
+    }
+    for key, allowed in checks.items():
+        if declaration[key] not in allowed:
+            raise ModelSourceError(
+                f"model family '{name}': {key} is {declaration[key]!r}, not one of {', '.join(map(str, allowed))}"
+            )
+    sides = declaration["padding_sides"]
+    if not sides or not set(sides) <= {"left", "right"}:
+        raise ModelSourceError(
+            f"model family '{name}': padding_sides must list left and/or right, not {sides}"
+        )
+    parts = set(declaration["matmul_parts"])
+    if parts != {"attention", "ffn_in", "ffn_out"}:
+        raise ModelSourceError(
+            f"model family '{name}': matmul_parts must name attention, ffn_in and ffn_out, not {', '.join(sorted(parts))}"
+        )
+    return declaration
+
+
+def family(name: str) -> dict:
+    """A family's declaration by name (a model's `architecture` in the config)."""
+    if name not in FAMILIES:
+        raise ModelSourceError(f"unknown model family '{name}' (known: {', '.join(FAMILIES)})")
+    return check_family(name, FAMILIES[name]) | {"name": name}
+
+
+def family_of_class(hf_class: str) -> dict:
+    """The family whose reward-model class is `hf_class` (a loaded model or its config.json)."""
+    for name, declaration in FAMILIES.items():
+        if declaration["class"] == hf_class:
+            return family(name)
+    raise ModelSourceError(
+        f"{hf_class} is none of the declared families' classes "
+        f"({', '.join(d['class'] for d in FAMILIES.values())}); declare its family in rmbench/families.py"
+    )
+
+
+# The file a built tokenizer or model folder names its family in (hub folders: their config.json).
+FAMILY_FILE = "rmbench_family.json"
+
+
+def family_of_folder(folder: str | Path) -> dict:
+    """The family of a tokenizer or model folder: the one the pipeline wrote there, else the one
+    whose class its config.json names (a hub or local model)."""
+    folder = Path(folder)
+    if (folder / FAMILY_FILE).exists():
+        return family(json.loads((folder / FAMILY_FILE).read_text())["family"])
+    if (folder / "config.json").exists():
+        classes = json.loads((folder / "config.json").read_text()).get("architectures") or ["?"]
+        return family_of_class(classes[0])
+    raise ModelSourceError(
+        f"{folder} names no model family: it has neither {FAMILY_FILE} (written by the tokenizer "
+        "rule) nor a config.json whose architectures say the class"
+    )
+
+
+def family_of_config(config: dict) -> dict:
+    """The family of a model's config.json contents."""
+    return family_of_class((config.get("architectures") or ["?"])[0])
+
+
+def write_family(folder: str | Path, name: str) -> None:
+    Path(folder, FAMILY_FILE).write_text(json.dumps({"family": name}) + "\n")
