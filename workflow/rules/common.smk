@@ -131,7 +131,8 @@ def native_models():
         {
             cell["model"]
             for cell in CELLS
-            if cell["runtime"] == "native" and family(model_cfg(cell["model"])["architecture"])["native_tokenizer"]
+            if cell["runtime"] == "native"
+            and family(model_cfg(cell["model"])["architecture"])["native_tokenizer"]
         }
     )
 
