@@ -47,7 +47,7 @@ def test_profile_overlays_are_valid(config, profile):
     [
         (lambda c: c.update(threadz=2), "threadz"),
         (lambda c: c["data"].update(source="s3"), "s3"),
-        (lambda c: c["models"]["deberta"].update(layers=30), "30"),
+        (lambda c: c["models"]["deberta"].update(architecture="gpt-9"), "gpt-9"),
         (lambda c: c["sets"]["main60"].update(size=0), "0"),
         (lambda c: c["studies"]["tokenizer"]["runtimes"].update(sentencepiece={}), "sentencepiece"),
     ],

@@ -10,7 +10,7 @@ import yaml
 from conftest import ROOT, TINY
 from rmbench.errors import ModelSourceError
 from rmbench.export import export_onnx, parity_report, reference_scores
-from rmbench.families import FAMILIES, FAMILY_KEYS, family, family_of_folder
+from rmbench.families import FAMILIES, FAMILY_KEYS, check_models, family, family_of_folder
 from rmbench.flops import encoder_flops, layer_weight_shapes
 from rmbench.gemm_bench import layer_shapes
 from rmbench.models import build_model, build_tokenizer, chat_messages, encode, load_tokenizer, token_ids
@@ -85,6 +85,13 @@ def test_a_family_missing_a_key_is_refused_naming_it(monkeypatch):
     monkeypatch.setitem(FAMILIES, "odd", TOY | {"input": "triple"})
     with pytest.raises(ModelSourceError, match="input is 'triple', not one of pair, chat"):
         family("odd")
+
+
+def test_a_model_deeper_than_its_family_is_refused():
+    config = {"models": {"q": {"architecture": "qwen3-0.6b", "layers": 29}}}
+    with pytest.raises(ModelSourceError, match="models.q.layers is 29: qwen3-0.6b has 28"):
+        check_models(config)
+    check_models({"models": {"q": {"architecture": "qwen3-0.6b", "layers": 28}}})
 
 
 def test_every_declared_family_is_complete_and_the_schema_offers_exactly_them():

@@ -82,10 +82,10 @@ def test_the_gpu_visit_target_needs_neither_onnxruntime_gpu_nor_the_native_build
     runtimes = {output.split("/")[5] for output in cells}
     assert runtimes == {"hf_eager", "torch_compile", "fastapi"}
     assert all(job["rule"] == "gpu_cell" for job in cells.values())
-    # the default config's GPU launches of those runtimes: latency (eager 5, compile 3, FastAPI 3)
-    # and eager's batching rows (4 variants x 3)
-    assert len(cells) == 2 * (5 + 3 + 3) + 2 * 4 * 3
-    assert sum("/batching/" in output for output in cells) == 2 * 4 * 3
+    # the default config's GPU launches of those runtimes per model: latency (eager 5, compile 3,
+    # FastAPI 3) and eager's batching rows (4 variants x 3)
+    assert len(cells) == 3 * (5 + 3 + 3) + 3 * 4 * 3
+    assert sum("/batching/" in output for output in cells) == 3 * 4 * 3
     assert not any("native" in output for output in jobs)  # neither the engine's build nor its gate
     # nor an ONNX file: these runtimes declare they load none (Runtime.needs_onnx)
     assert not any("results/onnx/" in output or "results/correctness/" in output for output in jobs)

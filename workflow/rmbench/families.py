@@ -234,3 +234,12 @@ def family_of_config(config: dict) -> dict:
 
 def write_family(folder: str | Path, name: str) -> None:
     Path(folder, FAMILY_FILE).write_text(json.dumps({"family": name}) + "\n")
+
+
+def check_models(config: dict) -> None:
+    """Stops with a clear message where a model asks its family for more layers than it has."""
+    for name, cfg in config["models"].items():
+        declared = family(cfg["architecture"])
+        most = declared["config"]["num_hidden_layers"]
+        if cfg.get("layers", 0) > most:
+            raise ModelSourceError(f"models.{name}.layers is {cfg['layers']}: {declared['name']} has {most}")

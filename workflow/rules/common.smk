@@ -22,7 +22,7 @@ from rmbench.cells import (
     parse_params,
     runtime_variants,
 )
-from rmbench.families import family
+from rmbench.families import check_models, family
 from rmbench.figures import FIGURES
 from rmbench.paper import text_files as paper_text_files
 from rmbench.precision import (
@@ -41,6 +41,7 @@ from rmbench.tables import LANGUAGE_PAIR, STUDIES, step_name
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 check_references(config)
+check_models(config)
 check_runtimes(config)
 check_variants(config)
 

@@ -56,6 +56,14 @@ class FastAPIRuntime(Runtime):
 
         return runtime_class((options or {}).get("wraps", cls.wraps)).unavailable_reason(device)
 
+    @classmethod
+    def family_reason(cls, declared: dict, options: dict) -> str | None:
+        from . import runtime_class
+
+        inner = options.get("wraps", cls.wraps)
+        reason = runtime_class(inner).family_reason(declared, {})
+        return reason and f"the service wraps {inner}: {reason}"
+
     def load(self) -> None:
         import httpx
 
