@@ -8,7 +8,14 @@ from rmbench.flops import encoder_flops, relative_projection_flops, weight_gemm_
 from rmbench.replication import replication_table
 from rmbench.roofline import ceilings, roofline_table
 
-BERT = {"hidden_size": 4, "intermediate_size": 8, "num_hidden_layers": 2}
+# config.json values: the class names the family, whose feed-forward has two matrices
+BERT = {
+    "hidden_size": 4,
+    "intermediate_size": 8,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "architectures": ["ElectraForSequenceClassification"],
+}
 
 
 def test_encoder_flops_by_hand():

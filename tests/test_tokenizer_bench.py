@@ -2,7 +2,7 @@
 
 import pytest
 from conftest import ADVERSARIAL
-from rmbench.tokenizer_bench import HF_TOKENIZERS, hf_encoder, run_tokenizer_launch
+from rmbench.tokenizer_bench import HF_TOKENIZERS, hf_encoder, run_tokenizer_launch, tiktoken_encoder
 
 
 @pytest.mark.parametrize("kind", ["electra", "deberta"])
@@ -33,3 +33,17 @@ def test_an_unknown_tokenizer_is_named():
         run_tokenizer_launch(
             {"runtime": "hf_rust"}, [], None, None, {"repeat": 1, "warmup_rows": 0, "max_length": 8}
         )
+
+
+@pytest.mark.parametrize("max_length", [16, 512])
+def test_every_decoder_tokenizer_gives_the_fast_tokenizers_ids(tiny_decoder, max_length):
+    """hf_backend, hf_slow and tiktoken (its ChatML by format string) against hf_fast, on rows and
+    adversarial text."""
+    pairs = [(r["prompt"], r["response"]) for r in tiny_decoder["rows"]] + ADVERSARIAL
+    fast = hf_encoder(tiny_decoder["model"], "hf_fast", max_length)
+    others = {name: hf_encoder(tiny_decoder["model"], name, max_length) for name in ("hf_backend", "hf_slow")}
+    others["tiktoken"] = tiktoken_encoder(tiny_decoder["model"], max_length)
+    for p, r in pairs:
+        want = fast(p, r)
+        for name, encode in others.items():
+            assert encode(p, r) == want, (name, p[:40], r[:40])

@@ -50,8 +50,15 @@ Engine::Engine(Ort::Env& env, const std::string& model_path, const EngineOptions
     input_names_.emplace_back(session_.GetInputNameAllocated(i, allocator).get());
   for (size_t i = 0; i < session_.GetOutputCount(); ++i)
     output_names_.emplace_back(session_.GetOutputNameAllocated(i, allocator).get());
-  for (auto& n : input_names_) input_ptrs_.push_back(n.c_str());
+  for (auto& n : input_names_) {
+    if (std::find(std::begin(kKnownInputs), std::end(kKnownInputs), n) == std::end(kKnownInputs))
+      throw Error(ExitCode::mismatch, model_path + " takes the input '" + n +
+                                          "', which the engine does not know how to fill (it fills input_ids, "
+                                          "attention_mask, token_type_ids and position_ids)");
+    input_ptrs_.push_back(n.c_str());
+  }
   for (auto& n : output_names_) output_ptrs_.push_back(n.c_str());
+  takes_positions_ = std::find(input_names_.begin(), input_names_.end(), "position_ids") != input_names_.end();
 }
 
 void Engine::fill(const std::vector<const Encoding*>& batch, size_t width, Buffers& b) const {
@@ -59,11 +66,14 @@ void Engine::fill(const std::vector<const Encoding*>& batch, size_t width, Buffe
   b.ids.assign(n, pad_id_);  // assign() keeps a reused vector's capacity: no allocation
   b.mask.assign(n, 0);
   b.types.assign(n, 0);
+  if (takes_positions_) b.positions.assign(n, 1);
   for (size_t r = 0; r < batch.size(); ++r) {
     const Encoding& e = *batch[r];
     std::copy(e.input_ids.begin(), e.input_ids.end(), b.ids.begin() + r * width);
     std::fill(b.mask.begin() + r * width, b.mask.begin() + r * width + e.size(), 1);
     std::copy(e.token_type_ids.begin(), e.token_type_ids.end(), b.types.begin() + r * width);
+    if (takes_positions_)
+      for (size_t k = 0; k < e.size(); ++k) b.positions[r * width + k] = static_cast<int64_t>(k);
   }
 }
 
@@ -78,7 +88,10 @@ std::vector<float> Engine::score(const std::vector<const Encoding*>& batch, Buff
   Ort::AllocatorWithDefaultOptions allocator;
   std::vector<Ort::Value> inputs;
   for (const auto& name : input_names_) {
-    std::vector<int64_t>& data = name == "input_ids" ? b.ids : name == "attention_mask" ? b.mask : b.types;
+    std::vector<int64_t>& data = name == "input_ids"        ? b.ids
+                                 : name == "attention_mask" ? b.mask
+                                 : name == "position_ids"   ? b.positions
+                                                            : b.types;
     if (options_.zero_copy) {
       inputs.push_back(Ort::Value::CreateTensor<int64_t>(cpu_memory_, data.data(), data.size(), shape, 2));
     } else {

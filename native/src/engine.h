@@ -25,13 +25,17 @@ struct EngineOptions {
 
 // Input buffers one caller reuses across calls (preallocation on); never shared between threads.
 struct Buffers {
-  std::vector<int64_t> ids, mask, types;
+  std::vector<int64_t> ids, mask, types, positions;
 };
+
+// The ONNX inputs the engine knows how to fill; a model with any other input is refused.
+constexpr const char* kKnownInputs[] = {"input_ids", "attention_mask", "token_type_ids", "position_ids"};
 
 class Engine {
  public:
   Engine(Ort::Env& env, const std::string& model_path, const EngineOptions& options, int64_t pad_id);
-  // Scores a batch; rows are padded to the longest one. Thread-safe: concurrent callers share the
+  // Scores a batch; rows are padded on the right to the longest one (position_ids, where the
+  // model takes them, count each row's real tokens from 0; pads get 1, as transformers does). Thread-safe: concurrent callers share the
   // session, each with its own buffers.
   std::vector<float> score(const std::vector<const Encoding*>& batch, Buffers& buffers);
   bool preallocate() const { return options_.preallocate; }
@@ -46,6 +50,7 @@ class Engine {
   Ort::MemoryInfo cpu_memory_{nullptr};
   std::vector<std::string> input_names_, output_names_;
   std::vector<const char*> input_ptrs_, output_ptrs_;
+  bool takes_positions_ = false;
 };
 
 // Session options as the Python side sets them (one intra-op pool, sequential execution).

@@ -49,12 +49,12 @@ constexpr const char* kUsage = R"(usage: rmscore --model FILE --tokenizer DIR --
   --prealloc on|off            reuse input buffers, or allocate per call (default on)
   --io-binding auto|on|off     run through an IoBinding (inputs over our buffers, the output to
                                host memory); auto: on CUDA with --zero-copy on (default auto)
-  --max-length N               pair truncation, longest_first (default 512)
+  --max-length N               truncation: a pair longest_first, a chat row from its end (default 512)
   --wait-for-go                after loading and warm-up, print "ready" and wait for a line on
                                stdin before timing (to start several engine processes at once)
   --tokenize-only              time tokenization alone (no model needed)
   --repeat N                   tokenize-only: passes over the rows (default 5)
-  --word-cache N               words a SentencePiece tokenizer remembers, 0 for none
+  --word-cache N               words a SentencePiece or BPE tokenizer remembers, 0 for none
                                (default 10000, as the Hugging Face tokenizers)
   --dump-tokens FILE           write each row's input_ids/token_type_ids as JSONL and exit
 )";
@@ -189,20 +189,20 @@ void dump_tokens(const Tokenizer& tok, const std::vector<Row>& rows, const Optio
   std::ofstream out(o.dump_tokens);
   if (!out) throw Error(ExitCode::missing_file, "cannot write " + o.dump_tokens);
   for (const auto& row : rows) {
-    Encoding e = tok.encode_pair(row.prompt, row.response, o.max_length);
+    Encoding e = tok.encode_row(row.prompt, row.response, o.max_length);
     out << json{{"id", row.id}, {"input_ids", e.input_ids}, {"token_type_ids", e.token_type_ids}}.dump() << "\n";
   }
 }
 
 json tokenize_bench(const Tokenizer& tok, const std::vector<Row>& rows, const Options& o) {
-  for (size_t i = 0; i < std::min(o.warmup, rows.size()); ++i) tok.encode_pair(rows[i].prompt, rows[i].response, o.max_length);
+  for (size_t i = 0; i < std::min(o.warmup, rows.size()); ++i) tok.encode_row(rows[i].prompt, rows[i].response, o.max_length);
   std::vector<double> us(rows.size(), 0.0), pass_us;
   size_t tokens = 0;
   for (size_t pass = 0; pass < o.repeat; ++pass) {
     double pass_total = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
       auto start = Clock::now();
-      Encoding e = tok.encode_pair(rows[i].prompt, rows[i].response, o.max_length);
+      Encoding e = tok.encode_row(rows[i].prompt, rows[i].response, o.max_length);
       double took = since_ms(start) * 1e3;
       us[i] += took;
       pass_total += took;
@@ -237,7 +237,7 @@ json score_rows(Ort::Env& env, const Tokenizer& tok, const std::vector<Row>& row
 
   // Batches are planned on token lengths (counted once, untimed: it decides grouping only).
   std::vector<size_t> lengths;
-  for (const auto& r : rows) lengths.push_back(tok.encode_pair(r.prompt, r.response, o.max_length).size());
+  for (const auto& r : rows) lengths.push_back(tok.encode_row(r.prompt, r.response, o.max_length).size());
   auto batches = make_batches(lengths, o.batching, o.batch_size, o.token_budget, o.max_waste);
 
   struct RowResult {
@@ -254,7 +254,7 @@ json score_rows(Ort::Env& env, const Tokenizer& tok, const std::vector<Row>& row
     std::vector<double> tok_us;
     for (size_t i : batches[b]) {
       auto t = Clock::now();
-      encodings.push_back(tok.encode_pair(rows[i].prompt, rows[i].response, o.max_length));
+      encodings.push_back(tok.encode_row(rows[i].prompt, rows[i].response, o.max_length));
       tok_us.push_back(since_ms(t) * 1e3);
     }
     std::vector<const Encoding*> ptrs;
@@ -343,7 +343,7 @@ int serve(const Tokenizer& tok, const Options& o) {
     if (blank(line)) continue;
     Row row = parse_row(line, "stdin:" + std::to_string(n));
     auto start = Clock::now();
-    Encoding e = tok.encode_pair(row.prompt, row.response, o.max_length);
+    Encoding e = tok.encode_row(row.prompt, row.response, o.max_length);
     float score = engine.score({&e}, buffers)[0];
     std::cout << json{{"id", row.id}, {"score", score}, {"total_ms", since_ms(start)}}.dump() << std::endl;
   }

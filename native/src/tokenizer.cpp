@@ -28,30 +28,30 @@ void truncate_longest_first(std::vector<int64_t>& first, std::vector<int64_t>& s
 }
 
 void WordCache::encode_words(std::string_view text, std::vector<int64_t>& ids, const Encode& encode) const {
-  std::string word;
   for (size_t start = 0; start < text.size();) {
     size_t end = std::min(text.find(' ', start), text.size());
-    if (end > start) {
-      word.assign(text.substr(start, end - start));
-      {
-        std::shared_lock read(mutex_);
-        auto it = words_.find(word);
-        if (it != words_.end()) {
-          ids.insert(ids.end(), it->second.begin(), it->second.end());
-          start = end + 1;
-          continue;
-        }
-      }
-      std::vector<int64_t> word_ids;
-      encode(word, word_ids);
-      ids.insert(ids.end(), word_ids.begin(), word_ids.end());
-      if (!full_.load(std::memory_order_relaxed)) {  // full: stop adding, as HF does
-        std::unique_lock write(mutex_);
-        if (words_.size() < capacity_) words_.emplace(word, std::move(word_ids));
-        full_.store(words_.size() >= capacity_, std::memory_order_relaxed);
-      }
-    }
+    if (end > start) encode_word(text.substr(start, end - start), ids, encode);
     start = end + 1;
+  }
+}
+
+void WordCache::encode_word(std::string_view word, std::vector<int64_t>& ids, const Encode& encode) const {
+  std::string key(word);
+  {
+    std::shared_lock read(mutex_);
+    auto it = words_.find(key);
+    if (it != words_.end()) {
+      ids.insert(ids.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  std::vector<int64_t> word_ids;
+  encode(word, word_ids);
+  ids.insert(ids.end(), word_ids.begin(), word_ids.end());
+  if (!full_.load(std::memory_order_relaxed)) {  // full: stop adding, as HF does
+    std::unique_lock write(mutex_);
+    if (words_.size() < capacity_) words_.emplace(std::move(key), std::move(word_ids));
+    full_.store(words_.size() >= capacity_, std::memory_order_relaxed);
   }
 }
 
@@ -85,15 +85,26 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder, size_t word
   fs::path dir(folder);
   if (!fs::is_directory(dir)) throw Error(ExitCode::missing_file, "tokenizer folder not found: " + folder);
   if (fs::exists(dir / "spm.model")) return make_sentencepiece((dir / "spm.model").string(), word_cache);
-  if (!fs::exists(dir / "vocab.txt"))
-    throw Error(ExitCode::missing_file, "tokenizer folder has neither spm.model nor vocab.txt: " + folder);
-  bool lowercase = true;
-  fs::path config = dir / "tokenizer_config.json";
-  if (fs::exists(config)) {
-    std::ifstream in(config);
-    auto json = nlohmann::json::parse(in, nullptr, false);
-    if (json.is_object() && json.contains("do_lower_case")) lowercase = json["do_lower_case"].get<bool>();
+  nlohmann::json config;
+  if (fs::exists(dir / "tokenizer_config.json")) {
+    std::ifstream in(dir / "tokenizer_config.json");
+    config = nlohmann::json::parse(in, nullptr, false);
   }
+  if (fs::exists(dir / "tokenizer.json")) {
+    std::ifstream in(dir / "tokenizer.json");
+    auto spec = nlohmann::json::parse(in, nullptr, false);
+    if (spec.is_object() && spec.contains("model") && spec["model"].value("type", "") == "BPE") {
+      const auto& pad = config.is_object() ? config.value("pad_token", nlohmann::json()) : nlohmann::json();
+      std::string pad_token = pad.is_string() ? pad.get<std::string>() : pad.is_object() ? pad.value("content", "") : "";
+      if (pad_token.empty())
+        throw Error(ExitCode::mismatch, "tokenizer_config.json names no pad_token: a batch cannot be padded (" + folder + ")");
+      return make_byte_bpe((dir / "tokenizer.json").string(), pad_token, word_cache);
+    }
+  }
+  if (!fs::exists(dir / "vocab.txt"))
+    throw Error(ExitCode::missing_file, "tokenizer folder has neither spm.model, a BPE tokenizer.json nor vocab.txt: " + folder);
+  bool lowercase = true;
+  if (config.is_object() && config.contains("do_lower_case")) lowercase = config["do_lower_case"].get<bool>();
   return make_wordpiece((dir / "vocab.txt").string(), lowercase);
 }
 

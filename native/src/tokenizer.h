@@ -1,4 +1,4 @@
-// Native tokenizers for the two reward models, id-exact with the Hugging Face fast tokenizers.
+// Native tokenizers for the reward models, id-exact with the Hugging Face fast tokenizers.
 #pragma once
 
 #include <atomic>
@@ -9,14 +9,16 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace rmscore {
 
-// One tokenized (prompt, response) pair: [CLS] prompt [SEP] response [SEP].
+// One tokenized (prompt, response) row: [CLS] prompt [SEP] response [SEP] for an encoder, the
+// dialogue in its chat template for a decoder.
 struct Encoding {
   std::vector<int64_t> input_ids;
-  std::vector<int64_t> token_type_ids;  // 0 for [CLS] prompt [SEP], 1 for response [SEP]
+  std::vector<int64_t> token_type_ids;  // pair: 0 for [CLS] prompt [SEP], 1 for response [SEP]; chat: 0
   size_t size() const { return input_ids.size(); }
 };
 
@@ -38,6 +40,10 @@ class Tokenizer {
 
   // The pair with the model card's template, truncated longest_first to max_length tokens.
   Encoding encode_pair(const std::string& prompt, const std::string& response, size_t max_length) const;
+  // A row as its model takes it: the pair template here; a chat-templated tokenizer overrides it.
+  virtual Encoding encode_row(const std::string& prompt, const std::string& response, size_t max_length) const {
+    return encode_pair(prompt, response, max_length);
+  }
 };
 
 // The token ids of words, remembered up to `capacity` words, as the Hugging Face
@@ -50,6 +56,8 @@ class WordCache {
   // Appends the ids of every space-separated word of `text` to `ids`, encoding the words it has
   // not seen with `encode`.
   void encode_words(std::string_view text, std::vector<int64_t>& ids, const Encode& encode) const;
+  // Appends the ids of one word, encoding it with `encode` unless it is remembered.
+  void encode_word(std::string_view word, std::vector<int64_t>& ids, const Encode& encode) const;
   size_t capacity() const { return capacity_; }
 
  private:
@@ -66,12 +74,20 @@ class WordCache {
 void truncate_longest_first(std::vector<int64_t>& first, std::vector<int64_t>& second, size_t budget);
 
 // Loads the tokenizer of a Hugging Face tokenizer/model folder: SentencePiece when the folder
-// holds spm.model (DeBERTa-v3), else WordPiece from vocab.txt (BERT/ELECTRA). `word_cache` bounds
-// the words a SentencePiece tokenizer remembers (0: none).
+// holds spm.model (DeBERTa-v3), byte-level BPE when its tokenizer.json is a BPE model (Qwen2/3),
+// else WordPiece from vocab.txt (BERT/ELECTRA). `word_cache` bounds the words a SentencePiece or
+// BPE tokenizer remembers (0: none).
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder, size_t word_cache = kDefaultWordCache);
 
 std::unique_ptr<Tokenizer> make_wordpiece(const std::string& vocab_txt, bool lowercase);
 std::unique_ptr<Tokenizer> make_sentencepiece(const std::string& spm_model, size_t word_cache);
+std::unique_ptr<Tokenizer> make_byte_bpe(const std::string& tokenizer_json, const std::string& pad_token,
+                                         size_t word_cache);
+
+// An hh-rlhf (prompt, reply) row as chat messages (role, content), as rmbench.models.chat_messages
+// makes them: each Human or Assistant turn of the prompt stripped, the closing empty Assistant
+// turn dropped, text before the first turn opening the first user message, the reply last.
+std::vector<std::pair<std::string, std::string>> chat_messages(const std::string& prompt, const std::string& response);
 
 // Whether a SentencePiece model (its serialized ModelProto) encodes a text word by word to the
 // same ids as the whole text: its pieces never cross a space (unigram or BPE trained with

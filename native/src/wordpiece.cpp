@@ -9,49 +9,12 @@
 
 #include "errors.h"
 #include "tokenizer.h"
+#include "unicode.h"
 
 namespace rmscore {
 namespace {
 
-using Codepoints = std::vector<utf8proc_int32_t>;
-
 constexpr size_t kMaxCharsPerWord = 100;
-
-Codepoints decode_utf8(const std::string& text) {
-  Codepoints out;
-  out.reserve(text.size());
-  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-  utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(text.size());
-  while (left > 0) {
-    utf8proc_int32_t c;
-    utf8proc_ssize_t n = utf8proc_iterate(p, left, &c);
-    if (n <= 0) {  // invalid byte: the Python side only ever passes valid UTF-8
-      c = 0xFFFD;
-      n = 1;
-    }
-    out.push_back(c);
-    p += n;
-    left -= n;
-  }
-  return out;
-}
-
-void append_utf8(std::string& out, utf8proc_int32_t c) {
-  utf8proc_uint8_t buf[4];
-  utf8proc_ssize_t n = utf8proc_encode_char(c, buf);
-  out.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
-}
-
-bool is_whitespace(utf8proc_int32_t c) {
-  // Rust's char::is_whitespace: the Unicode White_Space property.
-  switch (c) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
-    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
-      return true;
-    default:
-      return c >= 0x2000 && c <= 0x200A;
-  }
-}
 
 bool is_control(utf8proc_int32_t c) {
   if (c == '\t' || c == '\n' || c == '\r') return false;

@@ -28,7 +28,7 @@ FAMILY_KEYS = {
     "ffn_matrices": "weight matrices of a feed-forward block: 2 (up, down) or 3 (SwiGLU: gate, up, down)",
     "matmul_parts": "int8 groups by ONNX node name: attention, ffn_in, ffn_out, each a list of substrings",
     "ort_optimizer": "onnxruntime.transformers' model type for the fused graph, or None (unsupported)",
-    "native_tokenizer": "the native engine's tokenizer: sentencepiece | wordpiece, or None (not yet native)",
+    "native_tokenizer": "the native engine's tokenizer: sentencepiece | wordpiece | byte_bpe, or None",
     "special_tokens": "pad, bos, eos as token strings (the co-location generator's ids)",
 }
 TOKENIZER_KINDS = ("sentencepiece", "wordpiece", "byte_bpe")
@@ -152,7 +152,7 @@ FAMILIES: dict[str, dict] = {
         # than one row (position_ids of batch 1), so the fused graph would fail every batched
         # check: its cells are recorded as unsupported.
         "ort_optimizer": None,
-        "native_tokenizer": None,
+        "native_tokenizer": "byte_bpe",
         "special_tokens": {"pad": "<|endoftext|>", "bos": "<|im_start|>", "eos": "<|im_end|>"},
     },
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import json
 import os
 import re
 import shutil
@@ -368,6 +369,15 @@ def chat_messages(prompt: str, response: str) -> list[dict]:
     return [*messages, {"role": "assistant", "content": response}]
 
 
+def chat_template(folder: str | Path) -> str | None:
+    """The chat template a tokenizer folder carries (tokenizer_config.json or chat_template.jinja)."""
+    folder = Path(folder)
+    if (folder / "chat_template.jinja").exists():
+        return (folder / "chat_template.jinja").read_text()
+    config = folder / "tokenizer_config.json"
+    return json.loads(config.read_text()).get("chat_template") if config.exists() else None
+
+
 def chat_texts(tokenizer, pairs: list[tuple[str, str]]) -> list[str]:
     """Each (prompt, reply) rendered through the tokenizer's chat template."""
     return [tokenizer.apply_chat_template(chat_messages(p, r), tokenize=False) for p, r in pairs]
@@ -410,5 +420,11 @@ def encode(
 
 
 def token_ids(tokenizer, prompt: str, response: str, max_length: int | None = MAX_LENGTH) -> list[int]:
-    """One row's input ids, as encode() makes them."""
+    """One row's input ids, tokenized alone: what the native tokenizers are checked against. A
+    text pair goes through the tokenizer's single-row call, which (unlike a batch) drops an empty
+    reply: [CLS] prompt [SEP] rather than [CLS] prompt [SEP] [SEP]."""
+    if tokenizer_family(tokenizer)["input"] == "pair":
+        return tokenizer(prompt, response, truncation=max_length is not None, max_length=max_length)[
+            "input_ids"
+        ]
     return encode(tokenizer, [(prompt, response)], None, max_length, padding="do_not_pad")["input_ids"][0]

@@ -13,8 +13,9 @@ import time
 
 import numpy as np
 
+from .families import CHATML_TEMPLATE
 from .launch import percentile_summary
-from .models import chat_texts, load_tokenizer, token_ids, tokenizer_family
+from .models import chat_messages, chat_template, chat_texts, load_tokenizer, token_ids, tokenizer_family
 
 TOKENIZERS = ("native", "hf_fast", "hf_backend", "hf_slow", "tiktoken")
 HF_TOKENIZERS = ("hf_fast", "hf_backend", "hf_slow")
@@ -51,18 +52,20 @@ def hf_encoder(model_dir, name: str, max_length: int):
 
 
 def tiktoken_encoder(model_dir, max_length: int):
-    """One pair -> its token ids by tiktoken on the same ranks: the template rendered as
-    transformers does, NFC (tiktoken does not normalize), specials matched, cut at max_length."""
+    """One pair -> its token ids by tiktoken on the same ranks, as a user of tiktoken would write
+    it: the fixed ChatML form rendered with a format string (no Jinja), NFC (tiktoken does not
+    normalize), added tokens matched, cut at max_length."""
     import unicodedata
 
     from .byte_bpe import tiktoken_encoding
 
-    tokenizer = load_tokenizer(model_dir)
+    if chat_template(model_dir) != CHATML_TEMPLATE:
+        raise ValueError(f"tiktoken renders the fixed ChatML form only; {model_dir}'s chat template differs")
     encoding = tiktoken_encoding()
 
     def encode(p, r):
-        text = unicodedata.normalize("NFC", chat_texts(tokenizer, [(p, r)])[0])
-        return encoding.encode(text, allowed_special="all")[:max_length]
+        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in chat_messages(p, r))
+        return encoding.encode(unicodedata.normalize("NFC", text), allowed_special="all")[:max_length]
 
     return encode
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from ..batching import STRATEGIES, batch_plan
 from ..concurrency import MODES, partitioned_threads, shard, start_together, stop_all
 from ..data import write_jsonl
+from ..families import CHATML_TEMPLATE, family_of_folder
+from ..models import chat_template
 from .base import ONNX_FILE_SETTINGS, Runtime, Unsupported
 
 
@@ -50,12 +52,20 @@ class NativeRuntime(Runtime):
                 f"the native engine has no {declared['tokenizer']} tokenizer yet: family "
                 f"{declared['name']} declares no native tokenizer"
             )
+        if "right" not in declared["padding_sides"]:
+            return f"the native engine pads on the right, which {declared['name']} does not allow"
         return super().family_reason(declared, options)
 
     def load(self) -> None:
         self.binary = Path(self.options.get("binary", ""))
         if not self.binary.is_file():
             raise FileNotFoundError(f"native engine not built: {self.binary} (run the native_build rule)")
+        declared = family_of_folder(self.model_dir)
+        if declared["input"] == "chat" and chat_template(self.model_dir) != CHATML_TEMPLATE:
+            # a hub model's own template: the engine renders the fixed ChatML form only
+            raise Unsupported(
+                f"the native engine renders the fixed ChatML form only; {self.model_dir}'s chat template differs"
+            )
         self.last_run: dict = {}
         self.resident: subprocess.Popen | None = None  # started by the first score()
         self.resident_lock = threading.Lock()  # one row at a time through its pipes

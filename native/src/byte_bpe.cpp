@@ -1,0 +1,323 @@
+// Byte-level BPE (Qwen2/Qwen3), id-exact with the Hugging Face tokenizer of the same
+// tokenizer.json: added tokens matched in the raw text first, then per stretch between them NFC,
+// Qwen2's split pattern, the text's UTF-8 bytes, merges by rank. A decoder row is its dialogue
+// rendered in the fixed ChatML form and cut at max_length from the end.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <queue>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "errors.h"
+#include "tokenizer.h"
+#include "unicode.h"
+
+namespace rmscore {
+namespace {
+
+using json = nlohmann::json;
+
+// GPT-2's byte-to-unicode map: printable Latin-1 bytes stand for themselves, the other bytes for
+// U+0100 onwards in byte order. Vocab strings are written in these characters.
+std::array<utf8proc_int32_t, 256> byte_chars() {
+  std::array<utf8proc_int32_t, 256> chars{};
+  utf8proc_int32_t shifted = 256;
+  for (int b = 0; b < 256; ++b) {
+    bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    chars[b] = printable ? b : shifted++;
+  }
+  return chars;
+}
+
+// A vocab string back to the bytes it stands for; false where a character is not a byte's.
+bool vocab_bytes(const std::string& token, const std::unordered_map<utf8proc_int32_t, char>& byte_of,
+                 std::string& bytes) {
+  bytes.clear();
+  for (utf8proc_int32_t c : decode_utf8(token)) {
+    auto it = byte_of.find(c);
+    if (it == byte_of.end()) return false;
+    bytes.push_back(it->second);
+  }
+  return true;
+}
+
+// Qwen2's split pattern, by hand over code points:
+//   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N} | ?[^\s\p{L}\p{N}]+[\r\n]*
+//   | \s*[\r\n]+ | \s+(?!\S) | \s+
+// Returns the end of the piece that starts at i (the first alternative that matches there).
+size_t piece_end(const Codepoints& c, size_t i) {
+  const size_t n = c.size();
+  // (?i) folds case as Unicode does: ASCII, and the long s (U+017F) is an s
+  auto lower = [&](size_t k) {
+    if (k >= n) return '\0';
+    if (c[k] == 0x17F) return 's';
+    return c[k] < 0x80 ? static_cast<char>(std::tolower(c[k])) : '\0';
+  };
+  auto other = [&](size_t k) { return k < n && !is_whitespace(c[k]) && !is_letter(c[k]) && !is_number(c[k]); };
+  auto newline = [&](size_t k) { return c[k] == '\r' || c[k] == '\n'; };
+  if (c[i] == '\'') {  // contractions, case-insensitive
+    char a = lower(i + 1), b = lower(i + 2);
+    if ((a == 'r' || a == 'v') && b == 'e') return i + 3;
+    if (a == 'l' && b == 'l') return i + 3;
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+  }
+  size_t letters = i;
+  if (!is_letter(c[i]) && !is_number(c[i]) && !newline(i) && i + 1 < n && is_letter(c[i + 1])) letters = i + 1;
+  if (is_letter(c[letters])) {
+    while (letters < n && is_letter(c[letters])) ++letters;
+    return letters;
+  }
+  if (is_number(c[i])) return i + 1;
+  size_t start = (c[i] == ' ' && other(i + 1)) ? i + 1 : i;
+  if (other(start)) {
+    size_t k = start;
+    while (other(k)) ++k;
+    while (k < n && newline(k)) ++k;
+    return k;
+  }
+  // whitespace: up to the run's last line break if it has one, else all of a run at the end,
+  // else all but its last character (which then opens the next piece), else the one character
+  size_t end = i;
+  while (end < n && is_whitespace(c[end])) ++end;
+  for (size_t k = end; k > i; --k)
+    if (newline(k - 1)) return k;
+  if (end == n || end - i == 1) return end;
+  return end - 1;
+}
+
+class ByteBpe final : public Tokenizer {
+ public:
+  ByteBpe(const json& spec, const std::string& pad_token, size_t word_cache) : cache_(word_cache) {
+    const json& model = spec.at("model");
+    if (model.value("type", "") != "BPE") throw Error(ExitCode::mismatch, "tokenizer.json's model is not BPE");
+    auto chars = byte_chars();
+    std::unordered_map<utf8proc_int32_t, char> byte_of;
+    for (int b = 0; b < 256; ++b) byte_of[chars[b]] = static_cast<char>(b);
+    std::string bytes;
+    for (const auto& [token, id] : model.at("vocab").items()) {
+      if (!vocab_bytes(token, byte_of, bytes))
+        throw Error(ExitCode::mismatch, "vocab entry '" + token + "' is not byte-level (not a byte-level BPE)");
+      ids_[bytes] = id.get<int64_t>();
+    }
+    for (int b = 0; b < 256; ++b) {
+      auto it = ids_.find(std::string(1, static_cast<char>(b)));
+      byte_ids_[b] = it == ids_.end() ? -1 : it->second;
+    }
+    int64_t rank = 0;
+    for (const auto& merge : model.at("merges")) {
+      std::string left, right;
+      if (merge.is_string()) {  // "a b" (older files) or ["a", "b"]
+        const std::string& m = merge.get_ref<const std::string&>();
+        size_t space = m.find(' ');
+        left = m.substr(0, space), right = m.substr(space + 1);
+      } else {
+        left = merge.at(0), right = merge.at(1);
+      }
+      std::string a, b;
+      if (!vocab_bytes(left, byte_of, a) || !vocab_bytes(right, byte_of, b))
+        throw Error(ExitCode::mismatch, "merge '" + left + " " + right + "' is not byte-level");
+      auto ia = ids_.find(a), ib = ids_.find(b), ab = ids_.find(a + b);
+      if (ia == ids_.end() || ib == ids_.end() || ab == ids_.end())
+        throw Error(ExitCode::mismatch, "merge '" + left + " " + right + "' names a token the vocab lacks");
+      merges_.emplace(pair_key(ia->second, ib->second), Merge{rank++, ab->second});
+    }
+    for (const auto& added : spec.value("added_tokens", json::array())) {
+      std::string content = added.at("content");
+      if (added.value("lstrip", false) || added.value("rstrip", false) || added.value("single_word", false) ||
+          added.value("normalized", false))
+        throw Error(ExitCode::mismatch, "added token '" + content + "' strips, matches single words or is normalized: not supported");
+      added_.push_back({content, added.at("id").get<int64_t>()});
+    }
+    // leftmost-longest: at a position, the longest added token that starts there
+    std::sort(added_.begin(), added_.end(), [](const auto& x, const auto& y) { return x.text.size() > y.text.size(); });
+    for (const auto& t : added_)
+      if (!t.text.empty()) opens_added_[static_cast<unsigned char>(t.text[0])] = true;
+    auto pad = std::find_if(added_.begin(), added_.end(), [&](const auto& t) { return t.text == pad_token; });
+    if (pad == added_.end()) throw Error(ExitCode::mismatch, "pad token '" + pad_token + "' is not an added token");
+    pad_id_ = pad->id;
+    for (const char* name : {"<|im_start|>", "<|im_end|>"}) {
+      if (std::none_of(added_.begin(), added_.end(), [&](const auto& t) { return t.text == name; }))
+        throw Error(ExitCode::mismatch, std::string("the ChatML form needs the added token ") + name);
+    }
+  }
+
+  std::vector<int64_t> encode(const std::string& text) const override {
+    if (!valid_utf8(text)) throw Error(ExitCode::malformed_input, "text is not valid UTF-8");
+    std::vector<int64_t> ids;
+    size_t start = 0;
+    for (size_t pos = 0; pos < text.size(); ++pos) {
+      if (!opens_added_[static_cast<unsigned char>(text[pos])]) continue;
+      for (const auto& t : added_) {  // longest first
+        if (text.compare(pos, t.text.size(), t.text) != 0) continue;
+        encode_ordinary(text.substr(start, pos - start), ids);
+        ids.push_back(t.id);
+        start = pos + t.text.size();
+        pos = start - 1;
+        break;
+      }
+    }
+    encode_ordinary(text.substr(start), ids);
+    return ids;
+  }
+
+  Encoding encode_row(const std::string& prompt, const std::string& response, size_t max_length) const override {
+    if (!valid_utf8(prompt) || !valid_utf8(response)) throw Error(ExitCode::malformed_input, "text is not valid UTF-8");
+    std::string text;
+    for (const auto& [role, content] : chat_messages(prompt, response))
+      text += "<|im_start|>" + role + "\n" + content + "<|im_end|>\n";
+    Encoding e;
+    e.input_ids = encode(text);
+    e.input_ids.resize(std::min(e.input_ids.size(), max_length));
+    e.token_type_ids.assign(e.input_ids.size(), 0);
+    return e;
+  }
+
+  int64_t cls_id() const override { throw Error(ExitCode::usage, "a byte-level BPE row has no [CLS]: it is chat-templated"); }
+  int64_t sep_id() const override { throw Error(ExitCode::usage, "a byte-level BPE row has no [SEP]: it is chat-templated"); }
+  int64_t pad_id() const override { return pad_id_; }
+  size_t vocab_size() const override { return ids_.size() + added_.size(); }
+  std::string kind() const override { return "byte-level BPE (tokenizer.json), ChatML rows"; }
+  std::string word_mode() const override {
+    return "split pattern pieces, " + std::to_string(cache_.capacity()) + " cached";
+  }
+
+ private:
+  struct Merge {
+    int64_t rank, id;
+  };
+  struct Added {
+    std::string text;
+    int64_t id;
+  };
+  static uint64_t pair_key(int64_t a, int64_t b) { return (static_cast<uint64_t>(a) << 32) | static_cast<uint64_t>(b); }
+
+  // Text without added tokens: NFC, split into pieces, each piece's bytes merged.
+  void encode_ordinary(const std::string& raw, std::vector<int64_t>& ids) const {
+    if (raw.empty()) return;
+    utf8proc_uint8_t* composed = nullptr;
+    utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(raw.data()),
+                                      static_cast<utf8proc_ssize_t>(raw.size()), &composed,
+                                      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    if (n < 0) throw Error(ExitCode::malformed_input, std::string("NFC failed: ") + utf8proc_errmsg(n));
+    std::string text(reinterpret_cast<char*>(composed), static_cast<size_t>(n));
+    std::free(composed);
+    Codepoints c = decode_utf8(text);
+    std::string piece;
+    for (size_t i = 0; i < c.size();) {
+      size_t end = piece_end(c, i);
+      piece.clear();
+      for (size_t k = i; k < end; ++k) append_utf8(piece, c[k]);
+      cache_.encode_word(piece, ids, [this](std::string_view word, std::vector<int64_t>& out) { merge(word, out); });
+      i = end;
+    }
+  }
+
+  // Byte-pair merges of one piece, lowest rank first (leftmost among equals), as the tokenizers
+  // library's BPE model applies them.
+  void merge(std::string_view word, std::vector<int64_t>& out) const {
+    struct Symbol {
+      int64_t id;
+      int prev, next;
+    };
+    std::vector<Symbol> symbols;
+    for (size_t k = 0; k < word.size(); ++k) {
+      int64_t id = byte_ids_[static_cast<unsigned char>(word[k])];
+      if (id < 0) throw Error(ExitCode::mismatch, "a byte has no token in this vocab");
+      symbols.push_back({id, static_cast<int>(k) - 1, k + 1 < word.size() ? static_cast<int>(k) + 1 : -1});
+    }
+    struct Candidate {
+      int64_t rank;
+      int pos;
+      int64_t left, right;
+      bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    };
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
+    auto consider = [&](int pos) {
+      if (pos < 0 || symbols[pos].next < 0) return;
+      auto it = merges_.find(pair_key(symbols[pos].id, symbols[symbols[pos].next].id));
+      if (it != merges_.end()) queue.push({it->second.rank, pos, symbols[pos].id, symbols[symbols[pos].next].id});
+    };
+    for (size_t k = 0; k + 1 < symbols.size(); ++k) consider(static_cast<int>(k));
+    while (!queue.empty()) {
+      Candidate top = queue.top();
+      queue.pop();
+      Symbol& s = symbols[top.pos];
+      // stale: the left symbol was merged away or changed, or its right neighbour did
+      if (s.id != top.left || s.next < 0 || symbols[s.next].id != top.right) continue;
+      Symbol& right = symbols[s.next];
+      if (right.prev != top.pos) continue;
+      s.id = merges_.at(pair_key(top.left, top.right)).id;
+      s.next = right.next;
+      if (right.next >= 0) symbols[right.next].prev = top.pos;
+      right.id = -1, right.prev = right.next = -1;
+      consider(s.prev);
+      consider(top.pos);
+    }
+    for (int k = symbols.empty() ? -1 : 0; k >= 0; k = symbols[k].next) out.push_back(symbols[k].id);
+  }
+
+  std::unordered_map<std::string, int64_t> ids_;
+  std::array<int64_t, 256> byte_ids_{};
+  std::unordered_map<uint64_t, Merge> merges_;
+  std::vector<Added> added_;
+  std::array<bool, 256> opens_added_{};  // bytes an added token starts with
+  int64_t pad_id_ = -1;
+  WordCache cache_;
+};
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> chat_messages(const std::string& prompt, const std::string& response) {
+  static const std::string kHuman = "\n\nHuman:", kAssistant = "\n\nAssistant:";
+  auto strip = [](const std::string& s) {
+    Codepoints c = decode_utf8(s);
+    size_t a = 0, b = c.size();
+    while (a < b && is_python_space(c[a])) ++a;
+    while (b > a && is_python_space(c[b - 1])) --b;
+    std::string out;
+    for (size_t k = a; k < b; ++k) append_utf8(out, c[k]);
+    return out;
+  };
+  // re.split on the turn markers: the text before the first, then (role, text) per turn
+  std::vector<std::pair<std::string, std::string>> messages;
+  std::string before;
+  size_t pos = 0, text_start = 0;
+  std::string role;
+  bool in_turn = false;
+  while (pos < prompt.size()) {
+    size_t h = prompt.find(kHuman, pos), a = prompt.find(kAssistant, pos);
+    size_t at = std::min(h, a);
+    if (at == std::string::npos) break;
+    std::string text = prompt.substr(text_start, at - text_start);
+    if (in_turn) messages.emplace_back(role, strip(text));
+    else before = text;
+    role = at == h ? "user" : "assistant";
+    in_turn = true;
+    pos = text_start = at + (at == h ? kHuman.size() : kAssistant.size());
+  }
+  std::string rest = prompt.substr(text_start);
+  if (in_turn) messages.emplace_back(role, strip(rest));
+  else before = rest;
+  if (!messages.empty() && messages.back().first == "assistant" && messages.back().second.empty()) messages.pop_back();
+  std::string opening = strip(before);
+  if (!opening.empty() || messages.empty()) {
+    if (!messages.empty() && messages.front().first == "user") messages.front().second = opening + "\n" + messages.front().second;
+    else messages.insert(messages.begin(), {"user", opening});
+  }
+  messages.emplace_back("assistant", response);
+  return messages;
+}
+
+std::unique_ptr<Tokenizer> make_byte_bpe(const std::string& tokenizer_json, const std::string& pad_token, size_t word_cache) {
+  std::ifstream in(tokenizer_json);
+  if (!in) throw Error(ExitCode::missing_file, "tokenizer.json not found: " + tokenizer_json);
+  json spec = json::parse(in, nullptr, false);
+  if (spec.is_discarded()) throw Error(ExitCode::mismatch, tokenizer_json + " is not JSON");
+  return std::make_unique<ByteBpe>(spec, pad_token, word_cache);
+}
+
+}  // namespace rmscore
