@@ -10,6 +10,7 @@ from conftest import ADVERSARIAL, ROOT, tie_pairs
 from rmbench.batching import make_batches, padding_waste
 from rmbench.data import sample_rows, split_dialogue
 from rmbench.export import first_difference, reference_scores, token_mismatch
+from rmbench.families import write_family
 from rmbench.models import load_tokenizer
 from rmbench.runtimes.native import NativeError, NativeRuntime
 from rmbench.synthetic import generate_split
@@ -346,6 +347,7 @@ def test_model_tokenizer_mismatch(binary, tiny_model, tmp_path):
     (folder / "vocab.txt").write_text(
         "\n".join([*fillers, "[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello"]) + "\n"
     )
+    write_family(folder, "electra-large")  # as the tokenizer rule names a folder's family
     runtime = NativeRuntime(folder, tiny_model["onnx"], "cpu", 1, 512, {"binary": binary})
     runtime.load()
     with pytest.raises(NativeError, match="exited 5.*mismatch"):

@@ -4,7 +4,7 @@ import os
 import time
 
 from rmbench.cells import cell_table
-from rmbench.progress import launch_progress
+from rmbench.progress import launch_progress, seconds_per_launch
 
 CONFIG = {
     "studies": {
@@ -41,3 +41,14 @@ def test_no_estimate_before_launches_were_timed(tmp_path):
     cell = next(c for c in cell_table(CONFIG) if c["launch"] == 1)
     line = launch_progress(CONFIG, cell, tmp_path)
     assert line.endswith("run: 0 of 8 planned launches done")
+
+
+def test_a_launch_file_removed_while_the_line_is_made_is_left_out(tmp_path):
+    """Snakemake removes a launch's old file just before running it again: the progress line of a
+    launch starting beside it may not fail on it."""
+    paths = [tmp_path / f"launch~{i}.json" for i in range(4)]
+    for i, path in enumerate(paths):
+        path.write_text("{}")
+        os.utime(path, (1000 + 10 * i, 1000 + 10 * i))
+    paths[1].unlink()  # listed as done a moment ago, gone now
+    assert seconds_per_launch(paths) == 15.0  # the three left: gaps of 20 and 10 s

@@ -153,14 +153,14 @@ class ByteBpe final : public Tokenizer {
       if (!opens_added_[static_cast<unsigned char>(text[pos])]) continue;
       for (const auto& t : added_) {  // longest first
         if (text.compare(pos, t.text.size(), t.text) != 0) continue;
-        encode_ordinary(text.substr(start, pos - start), ids);
+        encode_ordinary(std::string_view(text).substr(start, pos - start), ids);
         ids.push_back(t.id);
         start = pos + t.text.size();
         pos = start - 1;
         break;
       }
     }
-    encode_ordinary(text.substr(start), ids);
+    encode_ordinary(std::string_view(text).substr(start), ids);
     return ids;
   }
 
@@ -196,22 +196,41 @@ class ByteBpe final : public Tokenizer {
   static uint64_t pair_key(int64_t a, int64_t b) { return (static_cast<uint64_t>(a) << 32) | static_cast<uint64_t>(b); }
 
   // Text without added tokens: NFC, split into pieces, each piece's bytes merged.
-  void encode_ordinary(const std::string& raw, std::vector<int64_t>& ids) const {
+  void encode_ordinary(std::string_view raw, std::vector<int64_t>& ids) const {
     if (raw.empty()) return;
-    utf8proc_uint8_t* composed = nullptr;
-    utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(raw.data()),
-                                      static_cast<utf8proc_ssize_t>(raw.size()), &composed,
-                                      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-    if (n < 0) throw Error(ExitCode::malformed_input, std::string("NFC failed: ") + utf8proc_errmsg(n));
-    std::string text(reinterpret_cast<char*>(composed), static_cast<size_t>(n));
-    std::free(composed);
-    Codepoints c = decode_utf8(text);
-    std::string piece;
+    // ASCII is its own NFC: most rows skip the normalizer's copy
+    bool ascii = std::all_of(raw.begin(), raw.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x80; });
+    std::string composed;
+    std::string_view text = raw;
+    if (!ascii) {
+      utf8proc_uint8_t* out = nullptr;
+      utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(raw.data()),
+                                        static_cast<utf8proc_ssize_t>(raw.size()), &out,
+                                        static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+      if (n < 0) throw Error(ExitCode::malformed_input, std::string("NFC failed: ") + utf8proc_errmsg(n));
+      composed.assign(reinterpret_cast<char*>(out), static_cast<size_t>(n));
+      std::free(out);
+      text = composed;
+    }
+    // code points and where each starts in the text: a piece is a slice of the text
+    Codepoints c;
+    std::vector<size_t> at;
+    c.reserve(text.size());
+    at.reserve(text.size() + 1);
+    const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+    for (size_t k = 0; k < text.size();) {
+      utf8proc_int32_t cp;
+      utf8proc_ssize_t n = utf8proc_iterate(p + k, static_cast<utf8proc_ssize_t>(text.size() - k), &cp);
+      if (n <= 0) throw Error(ExitCode::malformed_input, "text is not valid UTF-8");
+      c.push_back(cp);
+      at.push_back(k);
+      k += static_cast<size_t>(n);
+    }
+    at.push_back(text.size());
+    auto merge_piece = [this](std::string_view word, std::vector<int64_t>& out) { merge(word, out); };
     for (size_t i = 0; i < c.size();) {
       size_t end = piece_end(c, i);
-      piece.clear();
-      for (size_t k = i; k < end; ++k) append_utf8(piece, c[k]);
-      cache_.encode_word(piece, ids, [this](std::string_view word, std::vector<int64_t>& out) { merge(word, out); });
+      cache_.encode_word(text.substr(at[i], at[end] - at[i]), ids, merge_piece);
       i = end;
     }
   }

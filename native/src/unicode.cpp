@@ -52,7 +52,7 @@ bool is_whitespace(utf8proc_int32_t c) {
 
 bool is_python_space(utf8proc_int32_t c) { return is_whitespace(c) || (c >= 0x1C && c <= 0x1F); }
 
-bool is_letter(utf8proc_int32_t c) {
+bool is_letter_slow(utf8proc_int32_t c) {
   switch (utf8proc_category(c)) {
     case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
     case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO:
@@ -62,7 +62,7 @@ bool is_letter(utf8proc_int32_t c) {
   }
 }
 
-bool is_number(utf8proc_int32_t c) {
+bool is_number_slow(utf8proc_int32_t c) {
   switch (utf8proc_category(c)) {
     case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
       return true;

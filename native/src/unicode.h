@@ -19,7 +19,16 @@ bool valid_utf8(const std::string& text);
 bool is_whitespace(utf8proc_int32_t c);
 // Python's str.isspace (what str.strip() removes): White_Space plus the separators U+001C-U+001F.
 bool is_python_space(utf8proc_int32_t c);
-bool is_letter(utf8proc_int32_t c);  // \p{L}
-bool is_number(utf8proc_int32_t c);  // \p{N}
+bool is_letter_slow(utf8proc_int32_t c);
+bool is_number_slow(utf8proc_int32_t c);
+// \p{L} and \p{N}; ASCII answered inline (most text), the rest through utf8proc's tables
+inline bool is_letter(utf8proc_int32_t c) {
+  if (c < 0x80) return (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+  return is_letter_slow(c);
+}
+inline bool is_number(utf8proc_int32_t c) {
+  if (c < 0x80) return c >= '0' && c <= '9';
+  return is_number_slow(c);
+}
 
 }  // namespace rmscore

@@ -11,10 +11,19 @@ from pathlib import Path
 from .cells import CELL_PATH, cell_table, comparison_block
 
 
+def finished_at(path: Path) -> float | None:
+    """When a launch file was written; None if it is gone (Snakemake removes the old output of a
+    launch it is about to run again, possibly while this line is being made)."""
+    try:
+        return os.stat(path).st_mtime
+    except FileNotFoundError:
+        return None
+
+
 def seconds_per_launch(paths: list[Path]) -> float | None:
     """The median gap between the finishing times of the launch files already written (what a
     launch costs in this run, Snakemake's own time between jobs included); None under 3 files."""
-    times = sorted(os.stat(p).st_mtime for p in paths)
+    times = sorted(t for t in map(finished_at, paths) if t is not None)
     gaps = [b - a for a, b in itertools.pairwise(times) if b - a < 3600]  # a pause is no launch's cost
     return statistics.median(gaps) if len(gaps) >= 2 else None
 
