@@ -75,21 +75,25 @@ def tie_pairs(count: int = 300, seed: int = 37) -> list[tuple[str, str]]:
     return [(text(), text()) for _ in range(count)]
 
 
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory):
-    """A tiny real ELECTRA-architecture reward model folder with its ONNX export and rows."""
+def tiny_reward_model(root: Path, cfg: dict, row_prefix: str) -> dict:
+    """A tiny synthetic reward model folder built as the pipeline builds one, with its ONNX export
+    and 10 generated rows."""
     from rmbench.data import sample_rows
     from rmbench.export import export_onnx
     from rmbench.models import build_model, build_tokenizer
     from rmbench.synthetic import generate_split
 
-    root = tmp_path_factory.mktemp("tiny")
-    cfg = TINY | {"name": "tiny"}
     build_tokenizer(cfg, root / "tokenizer")
     build_model(cfg, root / "tokenizer", root / "model")
     export_onnx(root / "model", root / "onnx" / "model.onnx", opset=17)
-    rows = sample_rows(generate_split(11, 200), 10, 5, "t")
+    rows = sample_rows(generate_split(11, 200), 10, 5, row_prefix)
     return {"cfg": cfg, "model": root / "model", "onnx": root / "onnx" / "model.onnx", "rows": rows}
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """A tiny real ELECTRA-architecture reward model folder with its ONNX export and rows."""
+    return tiny_reward_model(tmp_path_factory.mktemp("tiny"), TINY | {"name": "tiny"}, "t")
 
 
 TINY_QWEN3 = TINY | {"architecture": "qwen3-0.6b", "layers": 2, "num_attention_heads": 4, "seed": 5}
@@ -99,18 +103,7 @@ TINY_QWEN3 = TINY | {"architecture": "qwen3-0.6b", "layers": 2, "num_attention_h
 def tiny_decoder(tmp_path_factory):
     """A tiny real Qwen3 reward model folder (the real Qwen tokenizer, ChatML, last-token head)
     with its ONNX export and rows."""
-    from rmbench.data import sample_rows
-    from rmbench.export import export_onnx
-    from rmbench.models import build_model, build_tokenizer
-    from rmbench.synthetic import generate_split
-
-    root = tmp_path_factory.mktemp("tiny-qwen3")
-    cfg = TINY_QWEN3 | {"name": "tiny_qwen3"}
-    build_tokenizer(cfg, root / "tokenizer")
-    build_model(cfg, root / "tokenizer", root / "model")
-    export_onnx(root / "model", root / "onnx" / "model.onnx", opset=17)
-    rows = sample_rows(generate_split(11, 200), 10, 5, "q")
-    return {"cfg": cfg, "model": root / "model", "onnx": root / "onnx" / "model.onnx", "rows": rows}
+    return tiny_reward_model(tmp_path_factory.mktemp("tiny-qwen3"), TINY_QWEN3 | {"name": "tiny_qwen3"}, "q")
 
 
 @pytest.fixture(scope="session")

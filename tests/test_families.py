@@ -20,11 +20,11 @@ from rmbench.precision import matmul_nodes
 TOY = {
     "class": "BertForSequenceClassification",
     "config": {
-        "model_type": "bert",
-        "hidden_size": 1024,
-        "num_hidden_layers": 24,
-        "num_attention_heads": 16,
-        "intermediate_size": 4096,
+        "model_type": "bert",  # bert-base's published shape
+        "hidden_size": 768,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "intermediate_size": 3072,
         "vocab_size": 30522,
         "type_vocab_size": 2,
         "max_position_embeddings": 512,

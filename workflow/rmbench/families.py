@@ -49,6 +49,18 @@ BERT_MATMUL_PARTS = {
     "ffn_out": ["/output/dense/"],
 }
 
+# What the two encoder reward models share: a text pair in, a head on the first token, BERT's
+# node names, ONNX Runtime's BERT fusions.
+ENCODER = {
+    "input": "pair",
+    "pooling": "first",
+    "padding_sides": ["right"],
+    "ffn_matrices": 2,
+    "matmul_parts": BERT_MATMUL_PARTS,
+    "ort_optimizer": "bert",
+    "special_tokens": {"pad": "[PAD]", "bos": "[CLS]", "eos": "[SEP]"},
+}
+
 FAMILIES: dict[str, dict] = {
     "deberta-v3-large": {
         "class": "DebertaV2ForSequenceClassification",
@@ -77,15 +89,9 @@ FAMILIES: dict[str, dict] = {
         },
         "head": ["pooler.dense", "classifier"],
         "tokenizer": "sentencepiece",
-        "input": "pair",
-        "pooling": "first",
-        "padding_sides": ["right"],
-        "ffn_matrices": 2,
-        "matmul_parts": BERT_MATMUL_PARTS,
-        "ort_optimizer": "bert",
         "native_tokenizer": "sentencepiece",
-        "special_tokens": {"pad": "[PAD]", "bos": "[CLS]", "eos": "[SEP]"},
-    },
+    }
+    | ENCODER,
     "electra-large": {
         "class": "ElectraForSequenceClassification",
         "config": {
@@ -104,15 +110,9 @@ FAMILIES: dict[str, dict] = {
         },
         "head": ["classifier.dense", "classifier.out_proj"],
         "tokenizer": "wordpiece",
-        "input": "pair",
-        "pooling": "first",
-        "padding_sides": ["right"],
-        "ffn_matrices": 2,
-        "matmul_parts": BERT_MATMUL_PARTS,
-        "ort_optimizer": "bert",
         "native_tokenizer": "wordpiece",
-        "special_tokens": {"pad": "[PAD]", "bos": "[CLS]", "eos": "[SEP]"},
-    },
+    }
+    | ENCODER,
     # Skywork-Reward-V2-Qwen3-0.6B, NeMo-RL's default reward model: Qwen3-0.6B's published config
     # with one output logit read from the last non-pad token.
     "qwen3-0.6b": {
