@@ -1,7 +1,7 @@
 """Model families: everything rmbench knows about a kind of reward model, declared once.
 
 A family is one entry of FAMILIES. Model building, export, parity, the FLOP model, the GEMM
-ceiling, int8 groups, the native engine's command and the tables read it; none of them names a
+ceiling, int8 groups, the native engine's command and the config checks read it; none of them names a
 model. Adding a model is one entry here (docs/models.md). A key a family leaves out is an error
 that names it, raised when the family is first looked up.
 """
