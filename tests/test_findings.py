@@ -421,3 +421,25 @@ def test_a_cell_without_ok_launches_is_worded_as_such_not_as_the_baseline():
         "- m, fast: p50 100.0 ms, 2.00x the baseline, paired by round 1.20x [1.10, 1.30], faster (CIs apart; 3 launches)",
         "- m, gone: no ok launch of 3 (not installed)",
     ]
+
+
+def test_a_runs_caveat_heads_every_caption_figure_title_and_findings_page(monkeypatch, tmp_path):
+    from rmbench.caveat import VARIABLE
+    from rmbench.figures import finish, panel_grid
+    from rmbench.findings import findings_markdown
+    from rmbench.latex import booktabs
+
+    def table() -> str:
+        return booktabs("l", ["A"], [["1"]], r"Per-row latency, 95\% CI.", "tab:x")
+
+    monkeypatch.delenv(VARIABLE, raising=False)
+    plain = table()
+    assert r"\caption{Per-row latency, 95\% CI.}" in plain
+    monkeypatch.setenv(VARIABLE, "Smoke profile: tiny models; 100% a test.")
+    assert r"\caption{Smoke profile: tiny models; 100\% a test. Per-row latency, 95\% CI.}" in table()
+    fig, axes = panel_grid(1, 1, 3, 2)
+    finish(fig, axes, True, "Latency on main60", tmp_path / "latency.pdf")
+    assert fig.get_suptitle() == "Smoke profile: tiny models; 100% a test.\nLatency on main60"
+    assert (tmp_path / "latency.png").stat().st_size > 1000
+    page = findings_markdown({}, {}, {}, "paper")
+    assert page.splitlines()[2] == "**Smoke profile: tiny models; 100% a test.**"

@@ -2,10 +2,22 @@
 launches (a true difference is found; a true tie is not called a difference more often than
 alpha; a tie inside the margin is shown)."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
-from rmbench.sequential import block_looks, block_schedule, decide, look_counts, look_decision, look_levels
+from rmbench.sequential import (
+    block_looks,
+    block_schedule,
+    decide,
+    decisions_table,
+    design_verdict,
+    look_counts,
+    look_decision,
+    look_levels,
+)
+from rmbench.tables import design_verdicts
 
 MIN, CAP, STEP, ALPHA, MARGIN = 3, 15, 3, 0.05, 0.03
 
@@ -121,3 +133,118 @@ def test_the_language_pair_is_compared_too():
     decision = look_decision(table, "latency", "hf_eager", limits, 1, STEP, ALPHA, MARGIN)
     pairs = {(r["candidate"], r["baseline"]): r["decision"] for r in decision["comparisons"]}
     assert pairs[("n", "o")] == "undecided" and decision["extend"] == ["e", "n", "o"]
+
+
+def write_looks(folder, decisions: list[dict]) -> list:
+    """Look files as the pipeline writes them: results/sequential/<study>/<model>/<device>/<set>/look~k.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for decision in decisions:
+        path = folder / f"look~{decision['look']}.json"
+        path.write_text(json.dumps(decision))
+        paths.append(path)
+    return paths
+
+
+def looks_of_a_block(drawn: dict[str, list[float]], runtime_of: dict[str, str], limits) -> list[dict]:
+    """A block's looks as the pipeline runs them: each look extends the cells it names, by STEP."""
+    counts = {key: minimum for key, (minimum, _) in limits.items()}
+    decisions = []
+    for look in range(1, block_looks(limits, STEP) + 1):
+        table = launches({key: drawn[key][: counts[key]] for key in drawn}, runtime_of)
+        decisions.append(look_decision(table, "latency", "hf_eager", limits, look, STEP, ALPHA, MARGIN))
+        if not decisions[-1]["extend"]:
+            break
+        for key in decisions[-1]["extend"]:
+            counts[key] = min(limits[key][1], counts[key] + STEP)
+    return decisions
+
+
+def test_a_comparisons_verdict_is_its_first_decisive_look():
+    look = lambda k, decision, direction="": (
+        {"look": k, "level": 0.01 * k, "alpha_spent": 0.02 * k}
+        | {
+            "decision": decision,
+            "direction": direction,
+        }
+    )
+    rows = [look(1, "undecided"), look(2, "difference", "slower"), look(3, "undecided")]
+    assert design_verdict(rows) == {"verdict": "slower", "verdict_look": 2, "verdict_level": 0.02}
+    assert design_verdict([look(1, "tie"), look(2, "difference", "faster")])["verdict"] == "tied"
+    assert design_verdict([look(1, "undecided"), look(2, "undecided")]) == {
+        "verdict": "undecided",
+        "verdict_look": 2,
+        "verdict_level": 0.04,  # all the alpha spent by then
+    }
+
+
+def test_the_verdict_column_calls_a_difference_where_there_is_none_at_most_alpha_of_the_time(tmp_path):
+    """Launches with no true difference (5% noise, the paper tier's 3 to 9 launches), through the
+    looks as the pipeline runs them, their files and the verdicts the study table takes."""
+    rng = np.random.default_rng(4)
+    runtime_of = {"hf_eager/set~s": "hf_eager", "native/set~s": "native", "ort_python/set~s": "ort_python"}
+    limits = dict.fromkeys(runtime_of, (3, 9))
+    verdicts, blocks = [], 300
+    for run in range(blocks):
+        drawn = {key: list(100 * (1 + rng.normal(0, 0.05, 9))) for key in runtime_of}
+        files = write_looks(tmp_path / f"{run}/latency/m/cpu/s", looks_of_a_block(drawn, runtime_of, limits))
+        table = design_verdicts(decisions_table(files), "latency")
+        verdicts += list(table["verdict"])
+    assert len(verdicts) == 3 * blocks  # native and ORT-Python against eager, and against each other
+    differences = sum(v in ("faster", "slower") for v in verdicts)
+    assert differences / len(verdicts) <= ALPHA
+    assert set(verdicts) <= {"faster", "slower", "tied", "undecided"}
+
+
+def test_the_study_table_quotes_the_looks_verdict_and_keeps_the_papers_rule_beside_it(tmp_path):
+    """As ELECTRA torch.compile in the run of 2026-12-04: its 3 launches' interval clears eager's
+    (the paper's rule: faster) while the first look, at its small level, leaves it undecided, and
+    no look follows (torch.compile is at its cap)."""
+    from rmbench.latex import study_latex
+    from rmbench.stats import compare_latency, summarize
+    from rmbench.tables import group_keys, study_table
+
+    runtime_of = {"hf_eager/set~s": "hf_eager", "torch_compile/set~s": "torch_compile"}
+    drawn = {"hf_eager/set~s": [125.0, 124.0, 126.0], "torch_compile/set~s": [113.0, 112.0, 114.0]}
+    limits = {"hf_eager/set~s": (3, 9), "torch_compile/set~s": (3, 3)}
+    files = write_looks(tmp_path / "latency/m/cpu/s", looks_of_a_block(drawn, runtime_of, limits))
+    table = launches(drawn, runtime_of).assign(host="h", reason="", p95_ms=lambda t: 1.5 * t.p50_ms)
+    keys = group_keys("latency")
+    summary = summarize(table, [*keys, "runtime"], ["p50_ms", "p95_ms"])
+    compared = compare_latency(table, keys, "runtime", "p50_ms")
+    out = study_table(summary, compared, "latency", "hf_eager", sequential=decisions_table(files))
+    row = out.set_index("runtime").loc["torch_compile"]
+    assert row.paper_verdict == "faster" and row.verdict == "undecided" and row.verdict_look == "1 of 3"
+    assert row.verdict_alpha == ALPHA and row.verdict_level == pytest.approx(look_levels([3, 6, 9], ALPHA)[0])
+    # without looks, the verdict is the overlap rule at 95%, for launches fixed in advance
+    fixed = study_table(summary, compared, "latency", "hf_eager").set_index("runtime").loc["torch_compile"]
+    assert fixed.verdict == fixed.paper_verdict == "faster" and fixed.verdict_look == ""
+    latex = study_latex(out, "latency", "hf_eager", "Latency.", "tab:latency")
+    assert "undecided (look 1 of 3) & overlap" not in latex and "undecided (look 1 of 3) & apart" in latex
+    assert "Its looks share alpha = 0.05" in latex and "95\\% CIs: the paper's rule" in latex
+
+
+def test_the_best_runtime_table_says_what_the_looks_decided_either_way_round(tmp_path):
+    """The runner-up may be the look's baseline (native against ORT-Python is looked at as
+    native vs ORT-Python): the verdict is then turned round."""
+    from rmbench.stats import compare_latency, summarize
+    from rmbench.tables import best_runtime_table, group_keys
+
+    runtime_of = {f"{r}/set~s": r for r in ("hf_eager", "native", "ort_python")}
+    drawn = {
+        "hf_eager/set~s": [200.0, 201, 199],
+        "native/set~s": [150.0, 151, 149],
+        "ort_python/set~s": [100.0, 101, 99],
+    }
+    limits = dict.fromkeys(runtime_of, (3, 3))
+    files = write_looks(tmp_path / "latency/m/cpu/s", looks_of_a_block(drawn, runtime_of, limits))
+    table = launches(drawn, runtime_of).assign(host="h", reason="")
+    keys = group_keys("latency")
+    summary = summarize(table, [*keys, "runtime"], ["p50_ms"])
+    compared = compare_latency(table, keys, "runtime", "p50_ms")
+    best = best_runtime_table(summary, compared, "hf_eager", "s", sequential=decisions_table(files)).iloc[0]
+    assert (best.best, best.runner_up) == ("ort_python", "native")
+    assert best.over_baseline_shows == "faster (look 1 of 1)"
+    assert best.over_runner_up_shows == "faster (look 1 of 1)"  # the look said native is slower
+    plain = best_runtime_table(summary, compared, "hf_eager", "s").iloc[0]
+    assert plain.over_runner_up_shows == "faster (CIs apart)"

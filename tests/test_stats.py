@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from rmbench.errors import MixedHostsError
 from rmbench.stats import (
+    Checks,
     Interval,
     coefficient_of_variation,
     compare_latency,
@@ -125,7 +127,7 @@ def test_launches_needed_by_hand():
 
 
 def test_order_trend_and_instability_warnings():
-    from rmbench.stats import Checks, instability_warnings, order_trend_p
+    from rmbench.stats import instability_warnings, order_trend_p
 
     drifting = [100.0, 104.0, 109.0, 115.0, 121.0]
     assert order_trend_p(drifting, [1, 2, 3, 4, 5]) == pytest.approx(2 / 120)  # exact: 2 of 5! orders
@@ -261,6 +263,44 @@ def test_host_label_names_the_processor_its_widest_isa_and_cpus_or_the_gpu():
     assert host_label({}) == ""
 
 
+# The first processor block of /proc/cpuinfo on two virtual machines that both call their CPU
+# "AMD EPYC" and report AVX-512 (a Zen 4 Genoa and a Zen 5 Turin).
+GENOA = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\nstepping\t: 1\n\nprocessor\t: 1\n"
+TURIN = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\nstepping\t: 1\n"
+
+
+def test_two_hosts_of_one_name_and_isa_get_different_labels():
+    from rmbench.provenance import cpu_signature, host_label
+
+    genoa, turin = cpu_signature(GENOA), cpu_signature(TURIN)
+    assert (genoa["vendor"], genoa["family"], genoa["model"], genoa["stepping"]) == (
+        "AuthenticAMD",
+        25,
+        17,
+        1,
+    )
+    assert (genoa["microarchitecture"], turin["microarchitecture"]) == ("Zen 4", "Zen 5")
+    epyc = {
+        "device": "cpu",
+        "cpu": "AMD EPYC",
+        "usable_cpus": 2,
+        "cpu_flags": ["avx2", "avx512f", "avx512_bf16"],
+    }
+    old = host_label(epyc)  # a record from before the signature: the label it always had
+    assert old == "AMD EPYC, AVX-512, 2 CPUs"
+    caches = {"L1d": 32, "L2": 1024, "L3": 32768}
+    labels = [host_label(epyc | {"cpu_signature": s | {"caches_kib": caches}}) for s in (genoa, turin)]
+    assert (
+        labels[0]
+        == "AMD EPYC, Zen 4 (family 25 model 17 stepping 1), L2 1 MiB, L3 32 MiB, AVX-512 BF16, 2 CPUs"
+    )
+    assert labels[1].startswith("AMD EPYC, Zen 5 (family 26 model 2 stepping 1)") and len(set(labels)) == 2
+    # an unknown family still tells hosts apart by its numbers; an unreadable cpuinfo gives no signature
+    unknown = cpu_signature(GENOA.replace("cpu family\t: 25", "cpu family\t: 99"))
+    assert "unknown microarchitecture (family 99 model 17" in host_label(epyc | {"cpu_signature": unknown})
+    assert cpu_signature("model name\t: QEMU Virtual CPU\n") == {}
+
+
 def test_provenance_records_the_variables_that_turn_onnx_runtimes_telemetry_off(monkeypatch, tmp_path):
     from rmbench.provenance import ONNXRUNTIME_CI_VARIABLES, provenance
 
@@ -273,7 +313,7 @@ def test_provenance_records_the_variables_that_turn_onnx_runtimes_telemetry_off(
     assert provenance(tmp_path, "cpu")["environment"]["GITHUB_ACTIONS"] == "true"
 
 
-def test_launches_from_two_kinds_of_host_are_flagged_in_the_cell_and_its_comparisons():
+def test_launches_from_two_kinds_of_host_stop_the_statistics_or_are_flagged_where_allowed():
     from rmbench.latex import study_latex
     from rmbench.tables import group_keys, study_table
 
@@ -293,10 +333,17 @@ def test_launches_from_two_kinds_of_host_are_flagged_in_the_cell_and_its_compari
         }
     )
     keys = group_keys("latency")
-    s = summarize(launches, [*keys, "runtime"], ["p50_ms", "p95_ms"]).set_index("runtime")
+    # by default the statistics stop, naming the cell and its hosts
+    with pytest.raises(MixedHostsError, match=f"cell m, cpu, main60, -, c: .*on {avx2} and {amx}"):
+        summarize(launches, [*keys, "runtime"], ["p50_ms", "p95_ms"])
+    with pytest.raises(MixedHostsError, match=f"a vs c: .*a on {amx}; c on {avx2} and {amx}"):
+        compare_latency(launches, keys, "runtime", "p50_ms")
+    # allowed by the config, the tables flag them
+    mixed = Checks(mixed_hosts=True)
+    s = summarize(launches, [*keys, "runtime"], ["p50_ms", "p95_ms"], mixed).set_index("runtime")
     assert s.loc["a", "host"] == amx and s.loc["a", "warning"] == ""
     assert s.loc["c", "host"] == f"{avx2}; {amx}" and s.loc["c", "warning"] == "launches on 2 kinds of host"
-    c = compare_latency(launches, keys, "runtime", "p50_ms").set_index(["candidate", "baseline"])
+    c = compare_latency(launches, keys, "runtime", "p50_ms", mixed).set_index(["candidate", "baseline"])
     assert not c.loc[("a", "b"), "across_hosts"] and c.loc[("c", "a"), "across_hosts"]
     table = study_table(s.reset_index(), c.reset_index(), "latency", "a").set_index("runtime")
     assert table.loc["b", "warning"] == "" and table.loc["b", "host"] == amx
@@ -338,7 +385,9 @@ def test_the_language_table_marks_a_native_vs_ort_comparison_across_hosts():
         }
     )
     table = language_table(
-        compare_latency(launches, ["model", "device"], "runtime", "p50_ms").assign(set="s")
+        compare_latency(launches, ["model", "device"], "runtime", "p50_ms", Checks(mixed_hosts=True)).assign(
+            set="s"
+        )
     )
     assert table.iloc[0]["across_hosts"] and table.iloc[0]["host"] == f"{avx2}; {amx}"
     latex = language_latex(table, "Native vs ORT-Python.")

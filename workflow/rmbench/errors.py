@@ -15,3 +15,7 @@ class ModelSourceError(RmbenchError):
 
 class ParityError(RmbenchError):
     """An exported model disagrees with its PyTorch reference beyond the tolerance."""
+
+
+class MixedHostsError(RmbenchError):
+    """Launches of one cell, or of two compared cells, ran on different kinds of host."""

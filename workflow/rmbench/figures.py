@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from .caveat import with_caveat
 from .cells import parse_params
 
 
@@ -33,7 +34,7 @@ def finish(fig, axes, has_panels: bool, title: str, pdf_path: str | Path) -> Non
     """Titles the figure (saying so when no launch succeeded) and writes it."""
     if not has_panels:
         axes[0][0].text(0.5, 0.5, "no successful launches", ha="center", va="center")
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(with_caveat(title, "\n"), fontsize=10)
     save(fig, pdf_path)
 
 

@@ -10,6 +10,7 @@ import math
 
 import pandas as pd
 
+from .caveat import caveat
 from .stats import intervals_wording
 from .tables import paired_text, variant_label
 
@@ -49,10 +50,22 @@ def latency_lines(table: pd.DataFrame, headline_set: str) -> list[str]:
             )
             lines.append(
                 f"- {model}, {r.runtime}: p50 {_num(r.p50_ms, 1)} ms, {_num(r.speedup)}x the baseline"
-                f"{', ' + paired if paired else ''}, "
-                f"{r.verdict} ({intervals_wording(r.verdict)}; {r.launches_ok} launches)"
+                f"{', ' + paired if paired else ''}, {verdict_text(r)}"
             )
     return lines
+
+
+def verdict_text(r) -> str:
+    """'faster (look 2 of 3 at level 0.016; the paper's rule: CIs apart; 9 launches)': the
+    looks' verdict and the paper's overlap rule beside it; 'faster (CIs apart; 3 launches)' where
+    the launches were fixed in advance and the overlap rule is the design's."""
+    look = getattr(r, "verdict_look", "")
+    if isinstance(look, str) and look:
+        paper = intervals_wording(getattr(r, "paper_verdict", r.verdict))
+        test = f"look {look} at level {r.verdict_level:.2g}; the paper's rule: {paper}"
+    else:  # launches fixed in advance: the overlap rule is the design's
+        test = intervals_wording(r.verdict)
+    return f"{r.verdict} ({test}; {r.launches_ok} launches)"
 
 
 def best_runtime_lines(table: pd.DataFrame, baseline: str) -> list[str]:
@@ -153,6 +166,8 @@ def findings_markdown(
         f"Written from `paper/tables/` by the `findings` rule ({tier} tier). Hosts: {_hosts(*tables.values())}.",
         "",
     ]
+    if caveat():
+        out[2:2] = [f"**{caveat()}**", ""]
     sections = [
         ("latency", "Latency (CPU, headline set)", lambda t: latency_lines(t, headline_sets["latency"])),
         (

@@ -12,10 +12,11 @@ import math
 
 import pandas as pd
 
+from .caveat import caveat
 from .decomposition import POOLED_SET, gate_resolution
 from .operators import SUMMARY_ROWS
 from .provenance import launch_hosts
-from .stats import COUNT_LIMIT
+from .stats import COUNT_LIMIT, intervals_wording
 from .tables import (
     ROW_PART_HEADS,
     ROW_PARTS,
@@ -116,6 +117,11 @@ def latex_escape(text: str) -> str:
     return text
 
 
+def caveated(caption: str) -> str:
+    """A caption (LaTeX already) after the run's caveat (rmbench.caveat), escaped."""
+    return f"{latex_escape(caveat())} {caption}" if caveat() else caption
+
+
 def booktabs(colspec: str, head: list[str], body: list[list[str]], caption: str, label: str) -> str:
     """A LaTeX table float: header and body cells already in LaTeX. A table wider than the text
     is scaled down to its width (graphicx), a narrower one keeps its size."""
@@ -132,7 +138,7 @@ def booktabs(colspec: str, head: list[str], body: list[list[str]], caption: str,
     lines += [
         r"\bottomrule",
         r"\end{tabular}}",
-        rf"\caption{{{caption}}}",
+        rf"\caption{{{caveated(caption)}}}",
         rf"\label{{{label}}}",
         r"\end{table}",
     ]
@@ -147,6 +153,10 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
     head = [k.capitalize() for k in keys] + [between.capitalize(), "Launches"]
     head += [latex_escape(m.replace("_", " ")) + r" [95\% CI]" for m in metrics]
     head += ["Speed-up (cons.)", "Verdict"]
+    # where blocks ran in looks, the verdict is theirs; the paper's overlap rule stands beside it
+    looked = "verdict_look" in table and table["verdict_look"].astype(object).fillna("").ne("").any()
+    if looked:
+        head.append("95\\% CIs")
     body = []
     for _, r in table.iterrows():
         # a variant's parameters as the text reads them (batch=8, not batch~8)
@@ -160,21 +170,34 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
             cells.append(
                 rf"\multicolumn{{{len(metrics)}}}{{l}}{{" + latex_escape(f"no result: {r['note']}")[:90] + "}"
             )
-            cells += ["--", "--"]
+            cells += ["--", "--"] + (["--"] if looked else [])
         else:
             cells += [fmt_ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"]) for m in metrics]
             point = r.get("speedup", math.nan)
             if r[between] == baseline:
-                cells += ["1.00 (ref.)", "--"]
+                cells += ["1.00 (ref.)", "--"] + (["--"] if looked else [])
             elif isinstance(point, float) and not math.isnan(point):
                 cons = r["speedup_conservative"]
                 cells.append(f"{point:.2f} ({cons:.2f})" if not math.isnan(cons) else f"{point:.2f}")
                 flipped = r.get("reproduced") == "no"
-                cells.append(latex_escape(r["verdict"]) + (r"$^\ddagger$" if flipped else ""))
+                look = r.get("verdict_look")
+                look = f" (look {look})" if isinstance(look, str) and look else ""
+                cells.append(latex_escape(r["verdict"] + look) + (r"$^\ddagger$" if flipped else ""))
+                if looked:
+                    cells.append(intervals_wording(r["paper_verdict"]).removeprefix("CIs "))
             else:
-                cells += ["--", "--"]
+                cells += ["--", "--"] + (["--"] if looked else [])
         body.append(cells)
-    colspec = "l" * (len(keys) + 1) + "r" + "l" * (len(metrics) + 2)
+    colspec = "l" * (len(keys) + 1) + "r" + "l" * (len(metrics) + 2 + looked)
+    if looked:
+        alpha = table["verdict_alpha"].max()
+        caption += (
+            r" Verdict: the sequential design's decision (faster, slower, tied within the "
+            r"equivalence margin, or undecided at the cap), at the look that settled it. Its looks "
+            rf"share alpha = {alpha:g}, so it calls a difference where there is none at most "
+            rf"{100 * alpha:g}\% of the time. 95\% CIs: the paper's rule at the last look, apart "
+            r"or overlapping; after looks that may stop early it has no stated error rate."
+        )
     if "reproduced" in table and (table["reproduced"] == "no").any():
         caption += (
             r" $^\ddagger$: not reproduced: the same comparison gave another verdict on a replication "
@@ -583,8 +606,10 @@ BEST_RUNTIME_CAPTION = (
     "The best CPU runtime per model on {headline_set}: the lowest mean per-launch p50 among every "
     "runtime of the latency study, its speed-up over {baseline} and over the runner-up (ratio of "
     "means), the same paired by launch round (the rounds' geometric mean, with its 95\\% interval), "
-    "and what each comparison shows: a difference only "
-    "where the cells' intervals are apart, a tie only where the equivalence test passed."
+    "and what each comparison shows. Where the block ran in looks, that is the looks' verdict "
+    "(faster, slower, tied, or undecided at the cap) and the look that settled it; elsewhere a "
+    "difference only where the cells' intervals are apart, a tie only where the equivalence test "
+    "passed."
 )
 BEST_RUNTIME_COLUMNS = {
     "model": "Model",

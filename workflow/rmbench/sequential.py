@@ -137,9 +137,11 @@ def look_decision(
     for cand, base in comparisons(table, study, baseline):
         a, b = values.get(cand, empty), values.get(base, empty)
         decision = decide(a, b, level, margin)
+        # a difference's direction: lower is better
+        direction = ("faster" if a.mean() < b.mean() else "slower") if decision == "difference" else ""
         rows.append(
             {"candidate": cand, "baseline": base, "metric": metric, "n_candidate": len(a)}
-            | {"n_baseline": len(b), "decision": decision}
+            | {"n_baseline": len(b), "decision": decision, "direction": direction}
         )
         if decision == "undecided" and all(k in values and launched[k] < limits[k][1] for k in (cand, base)):
             extend |= {cand, base}
@@ -172,16 +174,39 @@ def progress_line(decision: dict) -> str:
     )
 
 
+def design_verdict(looks: list[dict]) -> dict:
+    """One comparison's verdict from its rows at a block's looks, in order: what the first look
+    that decided it said ('faster', 'slower' or 'tied'), at that look and its level; 'undecided'
+    at the last look where none did. Any look calling a difference spends its own share of alpha,
+    so over the looks a difference is called where there is none at most alpha of the time (the
+    module's docstring). Later looks, run for the block's other comparisons, do not reopen it."""
+    for row in looks:
+        if row["decision"] != "undecided":
+            # look files from before directions were recorded say only that they differ
+            verdict = row.get("direction") or "different" if row["decision"] == "difference" else "tied"
+            return {"verdict": verdict, "verdict_look": row["look"], "verdict_level": row["level"]}
+    last = looks[-1]
+    return {"verdict": "undecided", "verdict_look": last["look"], "verdict_level": last["alpha_spent"]}
+
+
 def decisions_table(look_files: list[str | Path]) -> pd.DataFrame:
-    """Each block's comparisons at its last look, with the block, the look and its level."""
-    rows = []
+    """Each block's comparisons at its last look (launch counts, that look's decision), with the
+    block, the look and its level; and each comparison's verdict over all the block's looks
+    (design_verdict: `verdict`, `verdict_look`, `verdict_level`). `look_files`: every look of
+    each block."""
+    looks: dict[tuple, list[dict]] = {}
     for path in look_files:
         decision = json.loads(Path(path).read_text())
-        block = dict(zip(("model", "device", "set"), Path(path).parts[-4:-1]))
+        block = tuple(Path(path).parts[-4:-1])
         for comparison in decision["comparisons"]:
-            rows.append(
-                block
-                | comparison
-                | {"look": decision["look"], "looks": decision["looks"], "level": decision["level"]}
+            key = (*block, comparison["candidate"], comparison["baseline"])
+            looks.setdefault(key, []).append(
+                comparison
+                | {field: decision[field] for field in ("look", "looks", "level", "alpha", "alpha_spent")}
             )
+    rows = []
+    for (model, device, set_name, *_), found in sorted(looks.items()):
+        found.sort(key=lambda row: row["look"])
+        last = {k: v for k, v in found[-1].items() if k != "alpha_spent"}
+        rows.append({"model": model, "device": device, "set": set_name} | last | design_verdict(found))
     return pd.DataFrame(rows)

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from .errors import MixedHostsError
 from .provenance import host_cell, launch_hosts
 
 CONFIDENCE = 0.95
@@ -38,6 +39,22 @@ class Checks:
     bootstrap: int = 10000  # resamples of the bootstrap speed-up interval
     seed: int = 0
     equivalence_margin: float = 0.03  # "the same speed": relative difference within +- this
+    # Launches from two kinds of host (provenance.host_label) pooled in a cell or compared: an
+    # error, unless the config allows it; the table then flags it.
+    mixed_hosts: bool = False
+
+
+def check_hosts(what: str, hosts: dict[str, list[str]], checks: Checks) -> None:
+    """Stops where `hosts` (who: the kinds of host its launches ran on) name more than one kind,
+    unless checks.mixed_hosts; the message names each side's hosts."""
+    kinds = {h for found in hosts.values() for h in found}
+    if len(kinds) > 1 and not checks.mixed_hosts:
+        sides = "; ".join(f"{who} on {' and '.join(found)}" for who, found in hosts.items())
+        raise MixedHostsError(
+            f"{what}: launches from {len(kinds)} kinds of host ({sides}). A ratio of two machines "
+            "measures the machines: rerun these cells on one kind, or set stats.mixed_hosts: true "
+            "to pool them anyway (the tables then flag them)."
+        )
 
 
 @dataclass(frozen=True)
@@ -306,6 +323,7 @@ def summarize(
         order = ok["order"] if "order" in ok else pd.Series(np.nan, index=ok.index)
         warnings = instability_warnings(ok[metrics[0]], order, checks)
         hosts = launch_hosts(ok)
+        check_hosts(f"cell {', '.join(str(row[k]) for k in keys)}", {"its launches": hosts}, checks)
         row["host"] = host_cell(hosts)
         if len(hosts) > 1:
             warnings.append(f"launches on {len(hosts)} kinds of host")
@@ -343,6 +361,11 @@ def compare_latency(
                 paired_lo, paired_hi = paired_difference_interval(*paired)
                 speedup_paired_lo, speedup_paired_hi = paired_speedup_interval(*paired)
                 pair_hosts = set(hosts[cand]) | set(hosts[base])
+                if cand < base:  # once per pair
+                    group_name = ", ".join(map(str, key if isinstance(key, tuple) else (key,)))
+                    check_hosts(
+                        f"{group_name}: {cand} vs {base}", {cand: hosts[cand], base: hosts[base]}, checks
+                    )
                 rows.append(
                     dict(zip(keys, key if isinstance(key, tuple) else (key,)))
                     | {

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .cells import parse_params
 from .provenance import host_cell, host_label
-from .stats import intervals_wording, per_row_difference, per_row_median
+from .stats import CONFIDENCE, intervals_wording, per_row_difference, per_row_median
 
 CELL_KEYS = ["study", "model", "device", "runtime", "params", "launch"]
 
@@ -96,15 +96,23 @@ def step_name(runtime: str, params: dict) -> str:
     return " ".join([runtime, *(f"{k}={v}" for k, v in params.items() if k != "set")])
 
 
+def cell_columns(study: str, runtime: str, params: dict) -> dict:
+    """How the tables name a cell: its parameters, `variant` (all but the set, 'k~v+...', or '-'),
+    `step` ('runtime k=v') and `runtime` (the step, where the study counts a runtime's variant as
+    a runtime of its own)."""
+    row = {"runtime": runtime} | params
+    row["variant"] = "+".join(f"{k}~{v}" for k, v in params.items() if k != "set") or "-"
+    row["step"] = step_name(runtime, params)
+    if STUDIES[study].get("variant_in_runtime"):
+        row["runtime"], row["variant"] = row["step"], "-"
+    return row
+
+
 def launch_row(record: dict) -> dict:
     """One launch as a flat row: cell keys, parameters, status, scalar metrics, provenance."""
     cell, metrics, prov = record["cell"], record.get("metrics", {}), record.get("provenance", {})
-    params = parse_params(cell["params"])
-    row = {k: cell[k] for k in CELL_KEYS} | params
-    row["variant"] = "+".join(f"{k}~{v}" for k, v in params.items() if k != "set") or "-"
-    row["step"] = step_name(cell["runtime"], params)
-    if STUDIES[cell["study"]].get("variant_in_runtime"):
-        row["runtime"], row["variant"] = row["step"], "-"
+    row = {k: cell[k] for k in CELL_KEYS}
+    row |= cell_columns(cell["study"], cell["runtime"], parse_params(cell["params"]))
     row |= {"status": record["status"], "reason": record.get("reason") or ""}
     row |= {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     row |= {
@@ -130,21 +138,54 @@ def replication_keys(study: str) -> tuple[str, ...]:
     return tuple(k for k in group_keys(study) if k not in ("model", "set"))
 
 
+# What a study table says of each comparison's verdict (study_table).
+DESIGN_COLUMNS = ["verdict", "verdict_look", "verdict_level", "verdict_alpha"]
+
+
+def design_verdicts(sequential: pd.DataFrame, study: str) -> pd.DataFrame:
+    """The sequential table's verdicts (sequential.decisions_table), each keyed as the study's
+    comparisons name their cells: the group keys, `candidate` and `baseline`."""
+    between, keys = STUDIES[study]["between"], group_keys(study)
+    rows = []
+    for r in sequential.itertuples():
+        candidate, baseline = (
+            cell_columns(study, runtime, parse_params(params))
+            for runtime, params in (key.split("/", 1) for key in (r.candidate, r.baseline))
+        )
+        rows.append(
+            {k: r.model if k == "model" else r.device if k == "device" else candidate[k] for k in keys}
+            | {"candidate": candidate[between], "baseline": baseline[between], "verdict": r.verdict}
+            | {"verdict_look": f"{r.verdict_look} of {r.looks}", "verdict_level": r.verdict_level}
+            | {"verdict_alpha": r.alpha}
+        )
+    return pd.DataFrame(rows, columns=[*keys, "candidate", "baseline", *DESIGN_COLUMNS])
+
+
 def study_table(
     summary: pd.DataFrame,
     comparisons: pd.DataFrame,
     study: str,
     baseline: str,
     headline_set: str | None = None,
+    sequential: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per cell: launches, each metric with its CI, and the first metric's speed-up,
     Welch p and verdict against the baseline; on the headline set, whether that verdict was
-    reproduced on the other sets and the other model (`reproduced`, `disagreeing`)."""
+    reproduced on the other sets and the other model (`reproduced`, `disagreeing`).
+
+    `verdict` is the design's. In a sequential block (`sequential`: its decisions_table) it is
+    what the looks decided (faster, slower, tied or undecided), with the look (`verdict_look`) and
+    its level. Elsewhere the launches were fixed in advance, and it is the 95% intervals' overlap
+    rule. That rule at the last look is `paper_verdict` everywhere: the paper's, with no stated
+    error rate once looks may stop early."""
     layout = STUDIES[study]
     between, first = layout["between"], layout["metrics"][0]
     keys = group_keys(study)
     vs = comparisons[(comparisons["baseline"] == baseline) & (comparisons["metric"] == first)]
     vs = vs.set_index([*keys, "candidate"])
+    design = design_verdicts(sequential, study) if sequential is not None and len(sequential) else None
+    if design is not None:
+        design = design[design["baseline"] == baseline].set_index([*keys, "candidate"])
     rows = []
     for _, s in summary.iterrows():
         row = {k: s[k] for k in [*keys, between, "launches_ok", "launches"]}
@@ -173,7 +214,13 @@ def study_table(
                 "speedup_paired_hi": c.get("speedup_paired_hi", math.nan),
                 "welch_p": c["welch_p"],
                 "verdict": c["verdict"],
+                "verdict_look": "",  # launches fixed in advance: one test, at 95%
+                "verdict_level": 1 - CONFIDENCE,
+                "verdict_alpha": 1 - CONFIDENCE,
+                "paper_verdict": c["verdict"],
             }
+            if design is not None and key in design.index:
+                row |= design.loc[key, DESIGN_COLUMNS].to_dict()
             if across_hosts(c):
                 row["warning"] = "; ".join(w for w in (row["warning"], "compared across hosts") if w)
         rows.append(row)
@@ -339,9 +386,14 @@ def verdict_list(comparisons: pd.DataFrame, baseline: str, metric: str) -> pd.Da
     return rows[[*keep, *columns, "speedup_conservative", "verdict", "statement"]]
 
 
-def comparison_standing(row) -> str:
-    """What one comparison shows: a difference (CIs apart), a tie (the interval paired by round
-    inside the equivalence margin) or neither, where the launches did not tell."""
+def comparison_standing(row, design=None) -> str:
+    """What one comparison shows. Where its block ran in looks (`design`: its design_verdicts
+    row), what the looks decided, and at which look. Else a difference (CIs apart), a tie (the
+    interval paired by round inside the equivalence margin) or neither, where the launches did
+    not tell."""
+    if design is not None:
+        verdict = "undecided at the cap" if design["verdict"] == "undecided" else design["verdict"]
+        return f"{verdict} (look {design['verdict_look']})"
     wording = intervals_wording(row["verdict"])
     if row["verdict"] in ("faster", "slower"):
         return f"{row['verdict']} ({wording})"
@@ -351,11 +403,24 @@ def comparison_standing(row) -> str:
 
 
 def best_runtime_table(
-    summary: pd.DataFrame, comparisons: pd.DataFrame, baseline: str, headline_set: str, metric: str = "p50_ms"
+    summary: pd.DataFrame,
+    comparisons: pd.DataFrame,
+    baseline: str,
+    headline_set: str,
+    metric: str = "p50_ms",
+    sequential: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The best CPU runtime per model (and variant) on the headline set: the lowest mean of
     `metric` over launches, its speed-up over the baseline and over the runner-up, each with the
-    interval paired by launch round and what the comparison shows (comparison_standing)."""
+    interval paired by launch round and what the comparison shows (comparison_standing: the
+    looks' verdict where `sequential`, the study's decisions_table, has the comparison)."""
+    design = design_verdicts(sequential, "latency") if sequential is not None else None
+    decided = {}  # each decided pair both ways round: the runner-up may be the look's baseline
+    flipped = {"faster": "slower", "slower": "faster"}
+    for r in design.to_dict("records") if design is not None else []:
+        decided[(r["model"], r["set"], r["variant"], r["candidate"], r["baseline"])] = r
+        reverse = r | {"verdict": flipped.get(r["verdict"], r["verdict"])}
+        decided.setdefault((r["model"], r["set"], r["variant"], r["baseline"], r["candidate"]), reverse)
 
     def headline_cpu(frame: pd.DataFrame) -> pd.Series:
         return (frame["device"] == "cpu") & (frame["set"] == headline_set)
@@ -380,7 +445,9 @@ def best_runtime_table(
                 f"over_{side}_paired": c["speedup_paired"],
                 f"over_{side}_paired_lo": c["speedup_paired_lo"],
                 f"over_{side}_paired_hi": c["speedup_paired_hi"],
-                f"over_{side}_shows": comparison_standing(c),
+                f"over_{side}_shows": comparison_standing(
+                    c, decided.get((model, headline_set, variant, best, other))
+                ),
             }
         row["n_best"] = int(group.loc[group["runtime"] == best, "launches_ok"].iloc[0])
         row["host"] = group["host"].iloc[0]

@@ -15,8 +15,8 @@ rule launch_table:
 
 
 rule sequential_table:
-    """Each sequential block's comparisons at its last look: decided (a difference or a tie) or
-    undecided at the cap, with the launches they took."""
+    """Each sequential block's comparisons at its last look, with the launches they took, and
+    each one's verdict: what the first look that decided it said, or undecided at the cap."""
     input:
         study_looks,
     output:
@@ -49,6 +49,7 @@ rule study_table:
     input:
         summary="results/tables/{study}/summary.csv",
         comparisons="results/tables/{study}/comparisons.csv",
+        sequential=lambda wildcards: sequential_table(wildcards.study),
     output:
         tex="paper/tables/{study}.tex",
         csv=report(
@@ -113,6 +114,7 @@ rule best_runtime_table:
     input:
         summary="results/tables/latency/summary.csv",
         comparisons="results/tables/latency/comparisons.csv",
+        sequential=sequential_table("latency"),
     output:
         tex="paper/tables/best_runtime.tex",
         csv=report(

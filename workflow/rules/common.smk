@@ -33,6 +33,7 @@ from rmbench.precision import (
     sweep_settings,
     timed_settings,
 )
+from rmbench.caveat import set_caveat
 from rmbench.provenance import set_onnxruntime_telemetry
 from rmbench.scheduling import one_pending_timer
 from rmbench.sequential import LOOK_PATH, cell_key
@@ -51,6 +52,7 @@ one_pending_timer()
 # Every job inherits it (a cluster job parses this file again): no telemetry thread in a timed
 # process unless the config asks for one.
 set_onnxruntime_telemetry(config["onnxruntime_telemetry"])
+set_caveat(config["caveat"])
 
 # Every launch up to each cell's cap; CELLS are the launches every run makes (each cell's
 # minimum), the rest run only while their block's comparisons stay undecided (SEQUENTIAL_BLOCKS).
@@ -142,8 +144,7 @@ def study_outputs():
     outputs = []
     for study in enabled_studies():
         outputs += [f"paper/tables/{study}.tex", f"paper/tables/{study}.csv"]
-        if any(block[0] == study for block in SEQUENTIAL_BLOCKS):
-            outputs.append(f"results/tables/{study}/sequential.csv")
+        outputs += sequential_table(study)
     if "latency" in enabled_studies():
         outputs.append("paper/figures/latency.pdf")
         if {"native", "ort_python"} <= set(config["studies"]["latency"]["runtimes"]):
@@ -625,12 +626,20 @@ def study_launches(study):
     return paths
 
 
+def sequential_table(study):
+    """A study's sequential table (the design's verdicts), where it has sequential blocks."""
+    if any(block[0] == study for block in SEQUENTIAL_BLOCKS):
+        return [f"results/tables/{study}/sequential.csv"]
+    return []
+
+
 def study_looks(wildcards):
-    """The final look of each sequential block of a study (its decisions)."""
+    """Every look of each sequential block of a study, up to its final one (its decisions)."""
     return [
-        LOOK_PATH.format(**block_wildcards(block), look=final_look(block))
+        LOOK_PATH.format(**block_wildcards(block), look=look)
         for block in SEQUENTIAL_BLOCKS
         if block[0] == wildcards.study
+        for look in range(1, final_look(block) + 1)
     ]
 
 

@@ -10,7 +10,9 @@ with logged(snakemake.log[0]):
     summary = read_table(snakemake.input.summary)
     summary["reasons"] = summary["reasons"].astype(object).fillna("")  # all-empty reads as float NaN
     comparisons = read_table(snakemake.input.comparisons)
-    table = study_table(summary, comparisons, study, baseline, snakemake.params.headline_set)
+    # the design's verdicts, where the study's blocks ran in looks
+    sequential = [read_table(path) for path in snakemake.input.sequential]
+    table = study_table(summary, comparisons, study, baseline, snakemake.params.headline_set, *sequential)
     table.to_csv(snakemake.output.csv, index=False)
     with open(snakemake.output.tex, "w") as f:
         f.write(study_latex(table, study, baseline, STUDY_CAPTIONS[study], f"tab:{study}"))

@@ -1,0 +1,40 @@
+"""The README's and findings' figures are those of the run they name (rmbench.readme)."""
+
+import re
+import shutil
+from pathlib import Path
+
+from rmbench.readme import BLOCK, DOCS, write
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_generated_block_is_what_its_run_makes():
+    assert write(check=True) == []
+
+
+def test_the_readme_quotes_no_speed_up_or_time_outside_its_generated_blocks():
+    """Figures typed by hand drift from the runs (issue 50): a speed-up (1.32x) or a duration
+    (22 min) in the README's prose must come from a generated block. Example output in fenced
+    code blocks is not a figure."""
+    text = BLOCK.sub("", (ROOT / "README.md").read_text())
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    figures = re.findall(r"\b\d+(?:\.\d+)?x\b|\b\d+ min\b|\b\d+ minutes\b", text)
+    assert not figures, figures
+
+
+def test_a_figure_changed_by_hand_is_found(tmp_path):
+    for name in DOCS:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / name, tmp_path / name)
+    runs = {match["run"] for name in DOCS for match in BLOCK.finditer((ROOT / name).read_text())}
+    assert runs  # the README quotes at least one run
+    for run in runs:
+        shutil.copytree(ROOT / run, tmp_path / run)
+    readme = tmp_path / "README.md"
+    headline = next(m for m in BLOCK.finditer(readme.read_text()) if m["name"] == "headline")
+    edited = headline[0].replace("| baseline |", "| 1.00x |", 1)
+    assert edited != headline[0]
+    readme.write_text(readme.read_text().replace(headline[0], edited))
+    assert write(check=True, root=tmp_path) == ["README.md"]
+    assert write(check=False, root=tmp_path) == ["README.md"] and write(check=True, root=tmp_path) == []
