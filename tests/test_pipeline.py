@@ -162,7 +162,8 @@ def test_gpu_cells_are_recorded_as_skipped_without_a_gpu(smoke_run):
         pytest.skip("this machine has a GPU")
     table = pd.read_csv(smoke_run / "paper/tables/latency.csv")
     gpu = table[table.device == "cuda"]
-    assert len(gpu) == 15 and (gpu.launches_ok == 0).all()  # 5 runtimes x 3 models
+    # 5 runtimes x 3 models, but qwen3's torch.compile (the smoke profile leaves it to the unit tests)
+    assert len(gpu) == 5 * 3 - 1 and (gpu.launches_ok == 0).all()
     assert gpu.note.str.contains("GPU").all()
     # a skipped GPU cell is told apart without importing torch (it costs a second, not five)
     records = sorted((smoke_run / "results/cells/latency").glob("*/cuda/*/*/launch~*.json"))
@@ -217,8 +218,9 @@ def test_every_study_has_its_table(smoke_run):
     roofline = pd.read_csv(smoke_run / "paper/tables/roofline.csv")
     rows = gemm[gemm.variant == "-"].groupby("model").gflops.max()  # the ceiling: a row's shapes only
     assert (roofline.ceiling_gflops == roofline.model.map(rows)).all()
-    # 8 runtimes x 3 models, but qwen3 on the fused graph (none: rmbench.families)
-    assert len(roofline) == 8 * 3 - 2 and (roofline.fraction_of_ceiling > 0).all()
+    # 8 runtimes x 3 models, but qwen3 on the fused graph (none: rmbench.families) and its
+    # torch.compile (left to the unit tests)
+    assert len(roofline) == 8 * 3 - 3 and (roofline.fraction_of_ceiling > 0).all()
     # every latency launch probed the ceiling in its own process (config: ceiling_probe)
     assert (roofline.probe_launches == roofline.launches).all() and (roofline.fraction_in_launch > 0).all()
     batching = pd.read_csv(smoke_run / "paper/tables/batching.csv")
