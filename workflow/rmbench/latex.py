@@ -157,6 +157,7 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
     looked = "verdict_look" in table and table["verdict_look"].astype(object).fillna("").ne("").any()
     if looked:
         head.append("95\\% CIs")
+    no_verdict = ["--"] * (1 + looked)  # the verdict's cells where there is none
     body = []
     for _, r in table.iterrows():
         # a variant's parameters as the text reads them (batch=8, not batch~8)
@@ -170,12 +171,12 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
             cells.append(
                 rf"\multicolumn{{{len(metrics)}}}{{l}}{{" + latex_escape(f"no result: {r['note']}")[:90] + "}"
             )
-            cells += ["--", "--"] + (["--"] if looked else [])
+            cells += ["--", *no_verdict]
         else:
             cells += [fmt_ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"]) for m in metrics]
             point = r.get("speedup", math.nan)
             if r[between] == baseline:
-                cells += ["1.00 (ref.)", "--"] + (["--"] if looked else [])
+                cells += ["1.00 (ref.)", *no_verdict]
             elif isinstance(point, float) and not math.isnan(point):
                 cons = r["speedup_conservative"]
                 cells.append(f"{point:.2f} ({cons:.2f})" if not math.isnan(cons) else f"{point:.2f}")
@@ -186,7 +187,7 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
                 if looked:
                     cells.append(intervals_wording(r["paper_verdict"]).removeprefix("CIs "))
             else:
-                cells += ["--", "--"] + (["--"] if looked else [])
+                cells += ["--", *no_verdict]
         body.append(cells)
     colspec = "l" * (len(keys) + 1) + "r" + "l" * (len(metrics) + 2 + looked)
     if looked:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .latex import fmt_ci
+
 ROOT = Path(__file__).resolve().parents[2]
 # What a recorded run keeps from its paper/ folder: what the generated blocks quote and show.
 RECORDED_FILES = (
@@ -38,11 +40,6 @@ BLOCK = re.compile(
     r".*?(<!-- end of generated (?P=name) -->)",
     re.DOTALL,
 )
-
-
-def _ci(mean: float, lo: float, hi: float) -> str:
-    digits = 0 if mean >= 100 else 1
-    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
 def _ratio(point: float, lo: float = math.nan, hi: float = math.nan) -> str:
@@ -87,7 +84,7 @@ def headline_block(run: Path, root: Path) -> str:
                 model,
                 row["runtime"],
                 str(row["launches_ok"]),
-                _ci(row["p50_ms"], row["p50_ms_lo"], row["p50_ms_hi"]),
+                fmt_ci(row["p50_ms"], row["p50_ms_lo"], row["p50_ms_hi"], 0 if row["p50_ms"] >= 100 else 1),
                 "baseline" if baseline else _ratio(row["speedup"]),
                 ""
                 if baseline

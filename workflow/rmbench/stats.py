@@ -343,6 +343,7 @@ def compare_latency(
     rows = []
     ok = launches[launches["status"] == "ok"]
     for key, group in ok.groupby(keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
         values = {name: g[metric].to_numpy() for name, g in group.groupby(between)}
         hosts = {name: launch_hosts(g) for name, g in group.groupby(between)}
         by_launch = {
@@ -350,6 +351,7 @@ def compare_latency(
             for name, g in group.groupby(between)
         }
         for a, b in combinations(sorted(values), 2):
+            check_hosts(f"{', '.join(map(str, key))}: {a} vs {b}", {a: hosts[a], b: hosts[b]}, checks)
             for cand, base in ((a, b), (b, a)):
                 ci_c, ci_b = t_interval(values[cand]), t_interval(values[base])
                 point, conservative = speedup(ci_c, ci_b)
@@ -361,13 +363,8 @@ def compare_latency(
                 paired_lo, paired_hi = paired_difference_interval(*paired)
                 speedup_paired_lo, speedup_paired_hi = paired_speedup_interval(*paired)
                 pair_hosts = set(hosts[cand]) | set(hosts[base])
-                if cand < base:  # once per pair
-                    group_name = ", ".join(map(str, key if isinstance(key, tuple) else (key,)))
-                    check_hosts(
-                        f"{group_name}: {cand} vs {base}", {cand: hosts[cand], base: hosts[base]}, checks
-                    )
                 rows.append(
-                    dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+                    dict(zip(keys, key))
                     | {
                         "metric": metric,
                         "candidate": cand,

@@ -152,8 +152,9 @@ def design_verdicts(sequential: pd.DataFrame, study: str) -> pd.DataFrame:
             cell_columns(study, runtime, parse_params(params))
             for runtime, params in (key.split("/", 1) for key in (r.candidate, r.baseline))
         )
+        named = candidate | {"model": r.model, "device": r.device}
         rows.append(
-            {k: r.model if k == "model" else r.device if k == "device" else candidate[k] for k in keys}
+            {k: named[k] for k in keys}
             | {"candidate": candidate[between], "baseline": baseline[between], "verdict": r.verdict}
             | {"verdict_look": f"{r.verdict_look} of {r.looks}", "verdict_level": r.verdict_level}
             | {"verdict_alpha": r.alpha}

@@ -12,7 +12,9 @@ with logged(snakemake.log[0]):
     comparisons = read_table(snakemake.input.comparisons)
     # the design's verdicts, where the study's blocks ran in looks
     sequential = [read_table(path) for path in snakemake.input.sequential]
-    table = study_table(summary, comparisons, study, baseline, snakemake.params.headline_set, *sequential)
+    table = study_table(
+        summary, comparisons, study, baseline, snakemake.params.headline_set, next(iter(sequential), None)
+    )
     table.to_csv(snakemake.output.csv, index=False)
     with open(snakemake.output.tex, "w") as f:
         f.write(study_latex(table, study, baseline, STUDY_CAPTIONS[study], f"tab:{study}"))
