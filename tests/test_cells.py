@@ -14,7 +14,7 @@ from rmbench.cells import (
     study_cells,
 )
 from rmbench.export import reference_scores
-from rmbench.launch import is_oom, run_launch
+from rmbench.launch import LaunchTimeout, is_oom, run_launch, time_limit
 
 SETTINGS = {"threads": 1, "warmup_rows": 1, "timeout_s": 600, "max_length": 512, "tolerance": 1e-4}
 
@@ -279,6 +279,19 @@ def test_slow_launch_times_out(tiny_model, reference):
     # tiny launch fitted in the 50 ms this test once allowed)
     record = launch(tiny_model, reference, "hf_eager", timeout_s=0.001)
     assert record["status"] == "timeout"
+
+
+def test_a_timeout_swallowed_by_library_code_is_still_known():
+    # transformers' from_pretrained catches every exception and raises OSError in its place: the
+    # launch must still call that a timeout (CI once saw the 1 ms launch above fail this way)
+    import time
+
+    with pytest.raises(OSError), time_limit(0.01) as fired:
+        try:
+            time.sleep(2)
+        except LaunchTimeout:
+            raise OSError("Can't load tokenizer") from None
+    assert fired and isinstance(fired[0], LaunchTimeout)
 
 
 def test_oom_messages_are_recognised():

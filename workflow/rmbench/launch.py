@@ -37,15 +37,19 @@ def is_oom(error: BaseException) -> bool:
 
 @contextlib.contextmanager
 def time_limit(seconds: float):
-    """Raises LaunchTimeout when the block runs longer than `seconds` (main thread only)."""
+    """Raises LaunchTimeout when the block runs longer than `seconds` (main thread only). Yields a
+    list that holds the timeout once it fired: library code that catches every exception (as
+    transformers' from_pretrained does) may raise another one in its place."""
+    fired: list[LaunchTimeout] = []
 
     def expire(signum, frame):
-        raise LaunchTimeout(f"launch exceeded {seconds:g} s")
+        fired.append(LaunchTimeout(f"launch exceeded {seconds:g} s"))
+        raise fired[0]
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        yield fired
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -190,8 +194,9 @@ def run_launch(
     runtime = cls(model_dir, onnx_path, cell["device"], threads, settings["max_length"], runtime_options)
     work = Workload(rows, cell["model"], model_dir, settings)
     started = time.perf_counter()
+    fired = []
     try:
-        with time_limit(settings["timeout_s"]):
+        with time_limit(settings["timeout_s"]) as fired:
             runtime.load()
             load_s = time.perf_counter() - started
             measured = SCENARIOS[cell["study"]](runtime, work)
@@ -202,6 +207,8 @@ def run_launch(
     except Unsupported as e:
         return record | {"status": "unsupported", "reason": str(e)}
     except Exception as e:
+        if fired:
+            return record | {"status": "timeout", "reason": f"{fired[0]} (surfaced as {type(e).__name__})"}
         if is_oom(e):
             return record | {"status": "oom", "reason": f"{type(e).__name__}: {e}"[:500]}
         raise
