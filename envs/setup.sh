@@ -5,13 +5,17 @@
 #   bash envs/setup.sh          CPU (the default)
 #   bash envs/setup.sh --gpu    then swap in the CUDA builds of torch and onnxruntime
 #                               (envs/requirements-gpu.txt), on a machine with an NVIDIA GPU
+#   bash envs/setup.sh --paper  also Debian's TeX packages, so `snakemake --cores 1 paper`
+#                               writes paper/main.pdf
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gpu=0
+paper=0
 for arg in "$@"; do
     case "$arg" in
         --gpu) gpu=1 ;;
-        *) echo "setup: unknown option $arg (use --gpu for the CUDA builds)" >&2; exit 2 ;;
+        --paper) paper=1 ;;
+        *) echo "setup: unknown option $arg (use --gpu for the CUDA builds, --paper for TeX)" >&2; exit 2 ;;
     esac
 done
 
@@ -21,14 +25,18 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
     exit 1
 fi
 
-# The native engine (native/): compiler, CMake, SentencePiece, utf8proc, nlohmann/json.
-native_packages=(cmake g++ make pkg-config libsentencepiece-dev libutf8proc-dev nlohmann-json3-dev)
+# The native engine (native/): compiler, CMake, SentencePiece, utf8proc, nlohmann/json. With
+# --paper, TeX for paper/main.tex (article, geometry, booktabs, graphicx, amsmath, hyperref).
+debian_packages=(cmake g++ make pkg-config libsentencepiece-dev libutf8proc-dev nlohmann-json3-dev)
+if [ "$paper" -eq 1 ]; then
+    debian_packages+=(latexmk texlive-latex-recommended texlive-fonts-recommended)
+fi
 missing=()
-for package in "${native_packages[@]}"; do
+for package in "${debian_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-    echo "setup: installing Debian packages for the native engine: ${missing[*]}"
+    echo "setup: installing Debian packages: ${missing[*]}"
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq

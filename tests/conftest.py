@@ -90,6 +90,13 @@ def tiny_reward_model(root: Path, cfg: dict, row_prefix: str) -> dict:
     return {"cfg": cfg, "model": root / "model", "onnx": root / "onnx" / "model.onnx", "rows": rows}
 
 
+def loaded_runtime(runtime):
+    """A fixture's body (`yield from`): the runtime loaded for the tests, closed after them."""
+    runtime.load()
+    yield runtime
+    runtime.close()
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     """A tiny real ELECTRA-architecture reward model folder with its ONNX export and rows."""

@@ -6,10 +6,9 @@ import random
 
 import pytest
 from rmbench.batching import batch_plan, make_batches, padding_waste
-from rmbench.data import count_tokens
 from rmbench.export import reference_scores
 from rmbench.launch import run_launch
-from rmbench.models import encode, load_tokenizer
+from rmbench.models import count_tokens, encode, load_tokenizer
 from rmbench.tables import variant_label, verdict_list, with_padding_bound
 
 SETTINGS = {"threads": 1, "warmup_rows": 1, "timeout_s": 600, "max_length": 512, "tolerance": 1e-4}

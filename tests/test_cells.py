@@ -51,6 +51,7 @@ def launches_per_study(cells: list[dict]) -> dict[str, int]:
         "concurrency",
         "decomposition",
         "colocation",
+        "load",
     )
     return {s: sum(c["study"] == s for c in cells) for s in studies}
 
@@ -76,6 +77,7 @@ def test_cell_table_of_the_paper_tier():
         "concurrency": (4 + 2 + 2) * 3,
         "decomposition": 0,
         "colocation": 0,
+        "load": 0,
     }
     # what every run makes: each cell's minimum (the language pair's 6 more per cell run only
     # while its comparisons stay undecided)
@@ -114,6 +116,8 @@ def test_cell_table_of_the_extended_tier():
         "gemm": 180,
         # electra and qwen3 x 2 core splits x (cpu: 5 scorers, cuda: all but OpenVINO's 4) x 3
         "colocation": 2 * 2 * (5 + 4) * 3,
+        # electra x (the batching server's 6 variants + the one-at-a-time service's 5) x 3
+        "load": (6 + 5) * 3,
     }
     assert (
         "results/cells/zerocopy/deberta/cpu/native/set~main60+zero_copy~off+prealloc~off/launch~5.json"
@@ -212,8 +216,7 @@ def test_a_probed_launch_records_the_ceiling_of_its_own_process(tiny_model, refe
     import copy
 
     import numpy as np
-    from rmbench.data import count_tokens
-    from rmbench.models import load_tokenizer
+    from rmbench.models import count_tokens, load_tokenizer
 
     rows = copy.deepcopy(tiny_model["rows"])
     count_tokens(rows, {"tiny": load_tokenizer(tiny_model["model"])})  # what sample sets carry

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from rmbench.batching import BatchCostModel
+from rmbench.batching import BatchCostModel, MicroBatcher, QueueFull
 from rmbench.concurrency import partitioned_threads, shard
 from rmbench.export import reference_scores
 from rmbench.launch import run_launch
 from rmbench.models import load_tokenizer
 from rmbench.runtimes.ort_python import OrtPythonRuntime
-from rmbench.service import MicroBatcher, QueueFull, create_app
+from rmbench.service import Limits, create_app
 from rmbench.tables import variant_label
 
 SETTINGS = {"threads": 2, "warmup_rows": 1, "timeout_s": 900, "max_length": 512, "tolerance": 1e-4}
@@ -218,7 +218,7 @@ def test_micro_batcher_rejects_a_full_queue_and_drops_expired_requests(tiny_mode
         full.submit([pair])
     slow = MicroBatcher(ort_runtime, count_tokens_of(tiny_model), "length_aware", 8, 4096, 0.5, 8)
     slow.start()
-    client = TestClient(create_app(ort_runtime, slow, request_timeout_s=0.01))
+    client = TestClient(create_app(ort_runtime, slow, Limits(request_timeout_s=0.01)))
     body = {"pairs": [{"prompt": pair[0], "response": pair[1]}]}
     answer = client.post("/score", json=body)
     assert answer.status_code == 504 and "not scored within" in answer.json()["detail"]
@@ -232,12 +232,13 @@ def test_service_answers_503_when_its_queue_is_full(tiny_model, ort_runtime):
     batcher.submit([(pair["prompt"], pair["response"])])  # fills the queue; the batcher is not started
     answer = TestClient(create_app(ort_runtime, batcher)).post("/score", json={"pairs": [pair]})
     assert answer.status_code == 503 and "queue full" in answer.json()["detail"]
+    assert int(answer.headers["Retry-After"]) >= 1  # when to come back
     # the reward endpoint shares the queue
     query = {"query": [pair["prompt"] + " " + pair["response"]]}
     answer = TestClient(create_app(ort_runtime, batcher)).post("/get_reward", json=query)
     assert answer.status_code == 503 and "queue full" in answer.json()["detail"]
     # one engine without a micro-batcher bounds its waiting requests too (none may wait here)
-    plain = TestClient(create_app(ort_runtime, None, queue_size=0))
+    plain = TestClient(create_app(ort_runtime, None, Limits(queue_size=0)))
     assert plain.post("/get_reward", json=query).status_code == 503
     assert TestClient(create_app(ort_runtime, None)).post("/get_reward", json=query).status_code == 200
 

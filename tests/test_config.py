@@ -79,11 +79,27 @@ def test_dry_run_with_a_bad_config_stops_with_the_key(tmp_path):
     assert "warmup_rowz" in run.stdout + run.stderr
 
 
-def test_the_schema_offers_every_matmul_group():
-    from rmbench.precision import MATMUL_GROUPS
+def test_the_schema_offers_the_onnx_files_that_exist():
+    """The schema's enums repeat rmbench.onnx_files' names (YAML cannot import them)."""
+    from rmbench.onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS
 
     schema = yaml.safe_load(Path(SCHEMA).read_text())
     assert tuple(schema["definitions"]["matmuls"]["enum"]) == MATMUL_GROUPS
+
+    def optimizer_enums(node) -> list[tuple]:
+        if isinstance(node, list):
+            return [e for item in node for e in optimizer_enums(item)]
+        if not isinstance(node, dict):
+            return []
+        found = [e for value in node.values() for e in optimizer_enums(value)]
+        for key in ("optimizer", "optimizers"):
+            spec = node.get(key)
+            if isinstance(spec, dict):
+                found.append(tuple(spec.get("enum") or spec.get("items", {}).get("enum") or ()))
+        return found
+
+    enums = optimizer_enums(schema)
+    assert len(enums) == 3 and all(e == ONNX_OPTIMIZERS for e in enums), enums
 
 
 def test_the_configuration_page_names_every_key_of_the_schema():

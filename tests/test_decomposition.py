@@ -20,7 +20,6 @@ from rmbench.latex import batch_operator_latex, fidelity_latex
 from rmbench.models import reward_head
 from rmbench.operators import batch_operator_table, operator_profile, operator_profiles, operator_table
 from rmbench.precision import (
-    check_variants,
     fidelity_report,
     loaded,
     matmul_nodes,
@@ -30,7 +29,7 @@ from rmbench.precision import (
     sweep_settings,
     timed_settings,
 )
-from rmbench.runtimes import runtime_class
+from rmbench.runtimes import check_variants, runtime_class
 from rmbench.tables import launch_row, step_name
 
 
@@ -795,7 +794,7 @@ def test_the_latency_tables_name_a_runtime_with_its_own_export_as_a_runtime_of_i
 
 
 def test_onnx_file_per_variant_and_the_combination_not_built():
-    from rmbench.precision import onnx_file
+    from rmbench.onnx_files import onnx_file
 
     assert onnx_file("m") == "results/onnx/m/model.onnx"
     assert onnx_file("m", "int8") == "results/onnx/m/model.int8.onnx"

@@ -588,6 +588,29 @@ def test_the_findings_word_every_verdict_of_the_tables(smoke_run):
         )
 
 
+@pytest.mark.skipif(shutil.which("latexmk") is None, reason="no TeX here (bash envs/setup.sh --paper)")
+def test_the_paper_compiles_from_the_smoke_runs_tables(smoke_run):
+    run = snakemake(smoke_run, "paper/main.pdf")
+    assert run.returncode == 0, (smoke_run / "results/logs/paper/latexmk.log").read_text()[-3000:]
+    pdf = smoke_run / "paper/main.pdf"
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 50_000
+
+
+def test_load_study_answers_every_request_with_a_reward_or_its_4xx(smoke_run):
+    table = pd.read_csv(smoke_run / "paper/tables/load.csv")
+    assert len(table) == 3 + 2 and set(table.runtime) == {"batching_server", "fastapi"}
+    assert (table.launches_ok == 2).all() and (table.lost == 0).all() and (table.throughput_rps > 0).all()
+    short_queue = table[table.variant.str.contains("queue_size~2")]
+    assert (short_queue.retried_503 > 0).all()  # refused with Retry-After, retried, answered
+    launches = pd.read_csv(smoke_run / "results/tables/load/launches.csv")
+    assert (launches.status == "ok").all() and (
+        launches.reward + launches.error + launches.gave_up == launches.requests
+    ).all()
+    malformed = launches[launches.variant.str.contains("malformed")]
+    assert (malformed.malformed > 0).all() and (malformed.error == malformed.malformed).all()
+    assert r"\label{tab:load}" in (smoke_run / "paper/tables/load.tex").read_text()
+
+
 def test_colocation_scores_each_reply_beside_the_generator(smoke_run):
     table = pd.read_csv(smoke_run / "paper/tables/colocation.csv")
     cpu = table[table.device == "cpu"]

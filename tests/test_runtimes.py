@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, loaded_runtime
 from rmbench.export import reference_scores
 from rmbench.launch import run_launch
 from rmbench.models import encode, load_tokenizer, without_torch
@@ -110,10 +110,7 @@ def test_a_service_that_cannot_start_fails_the_launch_and_is_gone(tiny_model, re
 
 @pytest.fixture(scope="module")
 def service(tiny_model):
-    runtime = FastAPIRuntime(tiny_model["model"], None, "cpu", 1, 512)
-    runtime.load()
-    yield runtime
-    runtime.close()
+    yield from loaded_runtime(FastAPIRuntime(tiny_model["model"], None, "cpu", 1, 512))
 
 
 @pytest.mark.parametrize(

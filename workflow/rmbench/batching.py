@@ -20,11 +20,17 @@ padding="max_length" does. With `longest`, a naive batch of b rows costs at most
 longest one, so its throughput cannot fall below 1/b of the rows alone unless a padded token
 costs more in a batch than a real token alone; `max_length` tests whether the study's deeper
 collapse (naive b=2 at 0.20x) came from padding every row to the maximum (Python runtimes only).
+
+The service's batching across requests lives here too: MicroBatcher coalesces concurrent
+requests into batches planned by these rules, kept where BatchCostModel predicts they pay.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
+from concurrent.futures import Future
 
 STRATEGIES = ("none", "naive", "length_aware", "token_budget", "waste_bound")  # the native engine's too
 REPEAT = "repeat"
@@ -144,3 +150,95 @@ class BatchCostModel:
             keep = self.keeps_batch([lengths[i] for i in batch])
             planned += [batch] if keep else [[i] for i in batch]
         return planned
+
+
+class QueueFull(Exception):
+    pass
+
+
+class MicroBatcher:
+    """Scores concurrent requests together: waits up to `delay_s` after the first queued request
+    for more (at most `max_batch` rows), plans batches over the rows it has by token length (kept
+    only where `cost_model` predicts they pay, when given), and answers each request with its
+    own scores."""
+
+    def __init__(
+        self,
+        runtime,
+        count_tokens,
+        strategy: str,
+        max_batch: int,
+        token_budget: int,
+        delay_s: float,
+        queue_size: int,
+        cost_model=None,
+    ):
+        self.runtime, self.count_tokens = runtime, count_tokens
+        self.strategy, self.max_batch, self.token_budget, self.delay_s = (
+            strategy,
+            max_batch,
+            token_budget,
+            delay_s,
+        )
+        self.cost_model = cost_model
+        self.queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.stats = {"rounds": 0, "batches": 0, "rows": 0, "batched_rows": 0, "requests_expired": 0}
+
+    def start(self) -> MicroBatcher:
+        threading.Thread(target=self._serve, name="micro-batcher", daemon=True).start()
+        return self
+
+    def submit(self, pairs: list[tuple[str, str]]) -> Future:
+        future: Future = Future()
+        try:
+            self.queue.put_nowait((pairs, future))
+        except queue.Full:
+            raise QueueFull(f"queue full ({self.queue.maxsize} requests waiting)") from None
+        return future
+
+    def _collect(self) -> list:
+        items = [self.queue.get()]
+        rows, deadline = len(items[0][0]), time.perf_counter() + self.delay_s
+        while rows < self.max_batch:
+            try:
+                items.append(self.queue.get(timeout=max(0.0, deadline - time.perf_counter())))
+            except queue.Empty:
+                break
+            rows += len(items[-1][0])
+        # A request whose client gave up (timeout) is dropped, not scored.
+        live = [item for item in items if item[1].set_running_or_notify_cancel()]
+        self.stats["requests_expired"] += len(items) - len(live)
+        return live
+
+    def _serve(self) -> None:
+        while True:
+            items = self._collect()
+            rows = [(k, pair) for k, (pairs, _) in enumerate(items) for pair in pairs]
+            if not rows:
+                continue
+            try:
+                lengths = self.count_tokens([pair for _, pair in rows])
+                batches = make_batches(lengths, self.strategy, self.max_batch, self.token_budget)
+                if self.cost_model is not None:
+                    batches = self.cost_model.plan(lengths, batches)
+                scores = [0.0] * len(rows)
+                for batch in batches:
+                    start = time.perf_counter()
+                    for i, score in zip(batch, self.runtime.score([rows[i][1] for i in batch])):
+                        scores[i] = float(score)
+                    if self.cost_model is not None:
+                        padded = len(batch) * max(lengths[i] for i in batch)
+                        self.cost_model.observe(len(batch), padded, (time.perf_counter() - start) * 1e3)
+            except Exception as e:  # noqa: BLE001  (each waiting request answers with it)
+                for _, future in items:
+                    future.set_exception(e)
+                continue
+            self.stats["rounds"] += 1
+            self.stats["batches"] += len(batches)
+            self.stats["rows"] += len(rows)
+            self.stats["batched_rows"] += sum(len(b) for b in batches if len(b) > 1)
+            answers: list[list[float]] = [[] for _ in items]
+            for (k, _), score in zip(rows, scores):
+                answers[k].append(score)
+            for (_, future), answer in zip(items, answers):
+                future.set_result(answer)

@@ -51,16 +51,34 @@ def load_engines(runtime, clients: int, threads: int, first_usable: bool) -> lis
     return engines
 
 
-def _client_loop(engine, pairs, next_row, lock, scores, latencies) -> None:
-    while True:
-        with lock:
-            i = next_row[0]
-            next_row[0] += 1
-        if i >= len(pairs):
-            return
-        start = time.perf_counter()
-        scores[i] = float(engine.score([pairs[i]])[0])
-        latencies[i] = (time.perf_counter() - start) * 1e3
+class Counter:
+    """The next of `n` work items for client threads that pull from one shared counter, so a
+    slow client takes fewer; after `stop()` it hands out none."""
+
+    def __init__(self, n: int):
+        self.n, self.next, self.lock = n, 0, threading.Lock()
+
+    def take(self) -> int | None:
+        with self.lock:
+            if self.next >= self.n:
+                return None
+            self.next += 1
+            return self.next - 1
+
+    def stop(self) -> None:
+        with self.lock:
+            self.next = self.n
+
+
+def run_together(targets: list, name: str) -> float:
+    """One thread per target, all started at once: the wall time until the last one ends."""
+    threads = [threading.Thread(target=t, name=f"{name}-{k}") for k, t in enumerate(targets)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - start
 
 
 def run_threads(engines: list, pairs: list, warmup_rows: int) -> dict:
@@ -69,23 +87,19 @@ def run_threads(engines: list, pairs: list, warmup_rows: int) -> dict:
         for pair in pairs[:warmup_rows]:
             engine.score([pair])
     scores, latencies = [None] * len(pairs), [None] * len(pairs)
-    next_row, lock, failures = [0], threading.Lock(), []
+    rows, failures = Counter(len(pairs)), []
 
     def client(engine):
         try:
-            _client_loop(engine, pairs, next_row, lock, scores, latencies)
+            while (i := rows.take()) is not None:
+                start = time.perf_counter()
+                scores[i] = float(engine.score([pairs[i]])[0])
+                latencies[i] = (time.perf_counter() - start) * 1e3
         except BaseException as e:  # noqa: BLE001  (re-raised in the launch's thread, where it is classified)
             failures.append(e)
-            with lock:
-                next_row[0] = len(pairs)  # the others stop too
+            rows.stop()  # the others stop too
 
-    threads = [threading.Thread(target=client, args=(e,), name=f"client-{k}") for k, e in enumerate(engines)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall_s = time.perf_counter() - start
+    wall_s = run_together([lambda e=e: client(e) for e in engines], "client")
     if failures:
         raise failures[0]
     return {"scores": scores, "latencies_ms": latencies, "wall_s": wall_s}

@@ -118,18 +118,6 @@ def sample_rows(split: list[dict], size: int, seed: int, id_prefix: str) -> list
     return rows
 
 
-def count_tokens(rows: list[dict], tokenizers: dict) -> None:
-    """Adds each model's untruncated input length to every row (key tokens_<model>), the row
-    made input as the model's family declares (rmbench.models.encode)."""
-    from .models import encode
-
-    pairs = [(r["prompt"], r["response"]) for r in rows]
-    for name, tokenizer in tokenizers.items():
-        enc = encode(tokenizer, pairs, None, max_length=None, padding="do_not_pad")
-        for row, ids in zip(rows, enc["input_ids"]):
-            row[f"tokens_{name}"] = len(ids)
-
-
 def load_set(path: str | Path) -> list[dict]:
     """A sample set written by the sample_set rule."""
     rows = read_jsonl(path)

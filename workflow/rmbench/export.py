@@ -12,10 +12,7 @@ import numpy as np
 from .errors import ParityError
 from .families import family_of_config
 from .models import MAX_LENGTH, encode, load_model, load_tokenizer, token_ids
-
-# How DeBERTa's relative attention is exported: as transformers writes it, or as a diagonal
-# shift (relative_shift.py; models without relative attention export the same graph either way).
-ATTENTION_EXPORTS = ("stock", "relative_shift")
+from .onnx_files import ATTENTION_EXPORTS
 
 
 def export_onnx(model_dir: Path, out_path: Path, opset: int, attention: str = "stock") -> None:

@@ -33,6 +33,17 @@ FAMILY_KEYS = {
 }
 TOKENIZER_KINDS = ("sentencepiece", "wordpiece", "byte_bpe")
 INPUT_FORMS = ("pair", "chat")
+# Tokenizer libraries the tokenizer study times that know one kind only.
+LIBRARY_KINDS = {"tiktoken": "byte_bpe"}
+
+
+def library_reason(name: str, declared: dict) -> str | None:
+    """Why tokenizer library `name` cannot tokenize for family `declared`, or None."""
+    kind = LIBRARY_KINDS.get(name)
+    if kind and declared["tokenizer"] != kind:
+        return f"{name} knows {kind} tokenizers only; {declared['name']}'s is {declared['tokenizer']}"
+    return None
+
 
 # The fixed ChatML form of the synthetic decoder tokenizer: hh-rlhf's turns as user and assistant
 # messages, each closed by <|im_end|> and a newline (Qwen's form, without a system turn).

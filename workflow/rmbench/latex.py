@@ -65,6 +65,14 @@ STUDY_CAPTIONS = {
         "p95, mean over launches, 95\\% t-interval in brackets. Speed-up against one client on a "
         "shared engine is the throughput ratio; launches that ran out of memory are counted, not hidden."
     ),
+    "load": (
+        "A trainer's load on the reward service: N clients send one-sample POSTs to /get_reward as "
+        "OpenRLHF's remote reward client does (a timeout, five tries, Retry-After honoured), some "
+        "variants with a share of malformed bodies; wall time per answered request and throughput, "
+        "latency p50 and p99 of the answered requests (retries included), 503s retried, requests "
+        "given up after five tries and requests lost (no answer at all), mean over launches, 95\\% "
+        "t-interval in brackets. Speed-up against one client is the throughput ratio."
+    ),
     "colocation": (
         "Co-location: each scorer beside a rollout generator (its own process, greedy replies) on the "
         "same cores, shared or split one core each; per launch the set's prompts generated and scored "

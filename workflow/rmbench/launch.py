@@ -125,6 +125,32 @@ def concurrency_scenario(runtime, work: Workload) -> dict:
     return percentile_summary(measured["latencies_ms"]) | rates | measured
 
 
+def load_scenario(runtime, work: Workload) -> dict:
+    """A trainer's load on a service (rmbench.load): the cell's clients send its number of
+    one-sample requests, a share of them malformed. Each row's first reward is its score, checked
+    against the reference like every launch; a row's rewards must agree across batches, and
+    every malformed body must get its 4xx and no good one a 4xx."""
+    options = runtime.options
+    if work.settings["warmup_rows"]:  # the service's first call, untimed
+        runtime.score(work.pairs[: work.settings["warmup_rows"]])
+    measured = runtime.time_load(
+        work.pairs, int(options["clients"]), int(options["requests"]), float(options.get("malformed", 0))
+    )
+    problems = [
+        f"{measured[key]} {what}"
+        for key, what in (
+            ("malformed_not_4xx", "malformed requests not answered 4xx"),
+            ("well_formed_4xx", "good requests answered 4xx"),
+        )
+        if measured[key]
+    ]
+    if measured["reward_spread"] > work.settings["tolerance"]:
+        problems.append(f"a row's rewards differ by {measured['reward_spread']:.3g} between requests")
+    if problems:
+        measured["mismatch"] = "; ".join(problems)
+    return measured
+
+
 def colocation_scenario(runtime, work: Workload) -> dict:
     """The set's own pairs first, checked against the reference like every launch; then the
     generator's replies to the set's prompts scored alone and beside the generator
@@ -149,6 +175,7 @@ SCENARIOS = {
     "batching": batching_scenario,
     "concurrency": concurrency_scenario,
     "colocation": colocation_scenario,
+    "load": load_scenario,
 }
 
 

@@ -428,3 +428,13 @@ def token_ids(tokenizer, prompt: str, response: str, max_length: int | None = MA
             "input_ids"
         ]
     return encode(tokenizer, [(prompt, response)], None, max_length, padding="do_not_pad")["input_ids"][0]
+
+
+def count_tokens(rows: list[dict], tokenizers: dict) -> None:
+    """Adds each model's untruncated input length to every row (key tokens_<model>), the row
+    made input as the model's family declares (encode)."""
+    pairs = [(r["prompt"], r["response"]) for r in rows]
+    for name, tokenizer in tokenizers.items():
+        enc = encode(tokenizer, pairs, None, max_length=None, padding="do_not_pad")
+        for row, ids in zip(rows, enc["input_ids"]):
+            row[f"tokens_{name}"] = len(ids)

@@ -19,38 +19,7 @@ import numpy as np
 
 from .cells import format_params
 from .errors import RmbenchError
-
-# Which MatMuls an int8 file quantizes: every one with a constant weight, or parts of each layer
-# joined by '-': the attention projections, the feed-forward's input MatMuls (up, and gate where
-# SwiGLU has one) and its output MatMul; `ffn` is both feed-forward parts. Each family declares its
-# parts by substrings of the exporter's node names (rmbench.families' `matmul_parts`); a node
-# belongs to the first part, in MATMUL_PARTS' order, that one of its substrings matches.
-MATMUL_PARTS = ("attention", "ffn_in", "ffn_out")
-MATMUL_GROUPS = ("all", "ffn", "attention", "ffn_in", "ffn_out", "attention-ffn_in", "attention-ffn_out")
-
-
-# The exports of one model: `optimizer: transformers` loads the file after
-# onnxruntime.transformers' fusions (rule optimize_onnx), `optimizer: relative_shift` the export
-# with DeBERTa's relative attention as a diagonal shift (rule export_onnx_relative_shift). What each
-# runtime takes is its own declaration (Runtime.settings).
-OPTIMIZER_SUFFIX = {"none": "", "transformers": ".opt", "relative_shift": ".relshift"}
-ONNX_OPTIMIZERS = tuple(OPTIMIZER_SUFFIX)
-
-
-def onnx_file(
-    model: str, precision: str = "fp32", optimizer: str = "none", matmuls: str | None = None
-) -> str:
-    """The ONNX file a cell loads: the export, its int8 copy (`quantization`'s settings, or those
-    with another group of MatMuls: model.int8.<matmuls>.onnx), its transformers-optimized copy, or
-    the relative-shift export."""
-    if precision not in ("fp32", "int8") or optimizer not in ONNX_OPTIMIZERS:
-        raise RmbenchError(f"no ONNX file for precision {precision} with optimizer {optimizer}")
-    if precision == "int8" and optimizer != "none":
-        raise RmbenchError(f"int8 of the {optimizer} file is not built (quantize the export instead)")
-    if matmuls is not None and precision != "int8":
-        raise RmbenchError(f"matmuls={matmuls} chooses what int8 quantizes; this file is {precision}")
-    suffix = {"int8": ".int8", "fp32": ""}[precision] + OPTIMIZER_SUFFIX[optimizer]
-    return f"results/onnx/{model}/model{suffix}{'' if matmuls is None else '.' + matmuls}.onnx"
+from .onnx_files import MATMUL_GROUPS, MATMUL_PARTS
 
 
 def timed_settings(config: dict) -> list[dict]:
@@ -63,45 +32,6 @@ def timed_settings(config: dict) -> list[dict]:
         config["quantization"] | ({} if group is None else {"matmuls": group})
         for group in sorted(groups, key=str)
     ]
-
-
-def check_variants(config: dict) -> None:
-    """Stops with a clear message when a decomposition variant asks a runtime for something it lacks."""
-    study = config["studies"].get("decomposition")
-    if not study or not study.get("enabled", True):
-        return
-    from .runtimes import runtime_class
-
-    for runtime, cfg in study["runtimes"].items():
-        allowed = {key: values for key, (values, _) in runtime_class(runtime).settings.items()}
-        for variant in cfg.get("variants") or study.get("variants") or [{}]:
-            if "matmuls" in variant and variant.get("precision") != "int8":
-                raise RmbenchError(
-                    f"studies.decomposition.runtimes.{runtime}: matmuls={variant['matmuls']} chooses "
-                    "which MatMuls int8 quantizes; give it with precision: int8"
-                )
-            if variant.get("head", "same") != "same" and variant.get("precision") != "bf16":
-                raise RmbenchError(
-                    f"studies.decomposition.runtimes.{runtime}: head={variant['head']} keeps the "
-                    "reward head out of bf16 autocast; give it with precision: bf16"
-                )
-            if variant.get("prepack", "on") != "on" and variant.get("freezing") != "on":
-                raise RmbenchError(
-                    f"studies.decomposition.runtimes.{runtime}: prepack={variant['prepack']} changes "
-                    "how Inductor's freezing packs the weights; give it with freezing: on"
-                )
-            if variant.get("precision") == "int8" and variant.get("optimizer", "none") != "none":
-                raise RmbenchError(
-                    f"studies.decomposition.runtimes.{runtime}: int8 with optimizer "
-                    f"{variant['optimizer']} is not built; use one of them per variant"
-                )
-            for key, value in variant.items():
-                if key not in allowed or str(value) not in allowed[key]:
-                    choices = "; ".join(f"{k}: {', '.join(v)}" for k, v in allowed.items())
-                    raise RmbenchError(
-                        f"studies.decomposition.runtimes.{runtime}: variant {key}={value} is not "
-                        f"supported (this runtime takes {choices})"
-                    )
 
 
 def matmul_part(name: str, parts: dict) -> str | None:

@@ -1,92 +1,69 @@
 """A scoring service: FastAPI + uvicorn around a runtime (the PyTorch model by default).
 
-Started per launch by the fastapi runtime on a socket it has already bound (127.0.0.1, a free
-port), so there is no race for the port:
-
-    python -m rmbench.service --model-dir results/models/deberta --fd 5 --parent-pid 1234
-
-With --microbatch STRATEGY (the batching_server runtime) it is a serving mode that scales: a
-batcher thread coalesces the requests that arrive within --queue-delay-ms of each other into
-batches planned by rmbench.batching on token lengths (at most --max-batch rows); a full queue
-answers 503 and a request waiting longer than --request-timeout-s answers 504. With --adaptive on
-it times every batch it runs and splits a planned batch into rows alone where that is predicted
-to be faster on this device (rmbench.batching.BatchCostModel).
-
-POST /score {"pairs": [{"prompt": ..., "response": ...}, ...]} -> {"scores": [...], "server_ms": t}
-POST /get_reward {"query": ["\n\nHuman: ...\n\nAssistant: ...", ...]} -> {"rewards": [...], "server_ms": t}
-    (OpenRLHF's remote reward model protocol: point its --remote_rm_url at http://HOST:PORT/get_reward)
-GET /health -> {"status": "ok", "runtime": {...}} once the model is loaded.
-
 Run it by hand with any runtime, e.g.
 
     python -m rmbench.service --runtime ort_python --model-dir results/models/deberta --port 5000
 
-A bad body answers 4xx; with more than --queue-size requests waiting, 503.
+POST /score and POST /get_reward (OpenRLHF's remote reward protocol: point its --remote_rm_url at
+http://HOST:PORT/get_reward) take the bodies rmbench.protocol declares. GET /health answers once
+the model is loaded, with the runtime, the queue and the micro-batcher's counts.
+
+By default a micro-batcher scores concurrent requests together (--microbatch length_aware): a
+trainer sends one sample per POST, so batching happens here or nowhere. It waits up to
+--queue-delay-ms for more requests, plans batches on token lengths (at most --max-batch rows),
+and with --adaptive on (the default) keeps a planned batch only where its own timings predict it
+beats the rows alone on this device (rmbench.batching.BatchCostModel). --microbatch off scores one
+request at a time, as the latency study's fastapi runtime does.
+
+Every bad body is a 4xx naming the field: 422 for invalid JSON, wrong types, lone surrogates,
+empty or over-long lists (--max-pairs) and a query without an assistant turn; 413 for a body over
+--max-body-mb, counted as it streams in. Beyond --queue-size admitted requests it answers 503
+with Retry-After; a request not scored within --request-timeout-s answers 504. Off loopback it
+needs an API key (--api-key or $RMBENCH_API_KEY): a bearer token, or ?key= in the URL.
 
 The server times its own work (server_ms: parse to response, model call included) so the client
-can tell transport overhead from scoring. It exits when its parent dies, so an abandoned launch
-leaves no server behind.
+can tell transport overhead from scoring. A launch starts it on a socket it has already bound
+(--fd, so there is no race for the port) and --parent-pid: it exits when its launch dies.
 """
 
-# No `from __future__ import annotations` here: FastAPI reads the request model's annotation.
+# No `from __future__ import annotations` here: FastAPI reads the endpoints' annotations, and
+# their request models are local to create_app.
 import argparse
+import asyncio
 import contextlib
+import hmac
+import ipaddress
+import json
+import math
 import os
-import queue
 import signal
 import socket
 import sys
 import threading
 import time
-from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from starlette.concurrency import run_in_threadpool
 
-from .data import split_dialogue
+from .batching import MicroBatcher, QueueFull
+from .protocol import request_models, reward_answer
 
-MAX_BODY_BYTES = 4 * 1024 * 1024  # an hh-rlhf pair is a few KB; anything near this is a mistake
-MAX_PAIRS = 256
-
-
-class Pair(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    prompt: StrictStr
-    response: StrictStr
+API_KEY_VARIABLE = "RMBENCH_API_KEY"
 
 
-class ScoreRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    pairs: list[Pair] = Field(min_length=1, max_length=MAX_PAIRS)
+@dataclass(frozen=True)
+class Limits:
+    """What the service admits: requests waiting or scored at once, how long one may wait, rows
+    per request and body bytes (an hh-rlhf pair is a few KB; anything near 4 MiB is a mistake)."""
 
-
-class RewardRequest(BaseModel):
-    """OpenRLHF's remote reward model call: each query a whole dialogue in hh-rlhf form, prompt
-    and response together; `prompts`, where sent, the prompt part of each. Other fields its
-    newer clients send (e.g. labels) are ignored."""
-
-    model_config = ConfigDict(extra="ignore")
-    query: list[StrictStr] = Field(min_length=1, max_length=MAX_PAIRS)
-    prompts: list[StrictStr] | None = None
-
-    def pairs(self) -> list[tuple[str, str]]:
-        """(prompt, response) per query: after its prompt where one is sent and begins it, else
-        split at its last '\n\nAssistant:' as the data is (rmbench.data.split_dialogue)."""
-        if self.prompts is not None and len(self.prompts) != len(self.query):
-            raise ValueError(f"{len(self.prompts)} prompts for {len(self.query)} queries")
-        pairs = []
-        for i, query in enumerate(self.query):
-            prompt = self.prompts[i] if self.prompts is not None else None
-            if prompt and query.startswith(prompt):
-                pairs.append((prompt, query[len(prompt) :].strip()))
-                continue
-            try:
-                pairs.append(split_dialogue(query))
-            except ValueError as e:
-                raise ValueError(f"query {i}: {e} (send hh-rlhf text, or its prompt in 'prompts')") from None
-        return pairs
+    queue_size: int = 256
+    request_timeout_s: float = 60.0
+    max_pairs: int = 256
+    max_body_bytes: int = 4 * 1024 * 1024
 
 
 STOPPED = "rmbench service: stopped cleanly"
@@ -97,102 +74,57 @@ CALIBRATION_PAIR = (
 )
 
 
-class QueueFull(Exception):
-    pass
+class AsciiJSONResponse(JSONResponse):
+    """JSON escaped to ASCII: an answer that quotes a client's lone surrogate (a field name, say)
+    still encodes, where FastAPI's UTF-8 JSON would fail with a 500."""
+
+    def render(self, content) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
 
 
-class MicroBatcher:
-    """Scores concurrent requests together: waits up to `delay_s` after the first queued request
-    for more (at most `max_batch` rows), plans batches over the rows it has by token length (kept
-    only where `cost_model` predicts they pay, when given), and answers each request with its
-    own scores."""
+class Admission:
+    """Requests admitted at once (waiting or being scored), at most `limit`, and a moving average
+    of how long an admitted request takes: what a refused client is told to wait (Retry-After)."""
 
-    def __init__(
-        self,
-        runtime,
-        count_tokens,
-        strategy: str,
-        max_batch: int,
-        token_budget: int,
-        delay_s: float,
-        queue_size: int,
-        cost_model=None,
-    ):
-        from .batching import make_batches
+    def __init__(self, limit: int, alpha: float = 0.2):
+        self.limit, self.alpha = limit, alpha
+        self.count = 0
+        self.seconds: float | None = None
+        self.lock = threading.Lock()
 
-        self.runtime, self.count_tokens, self.make_batches = runtime, count_tokens, make_batches
-        self.strategy, self.max_batch, self.token_budget, self.delay_s = (
-            strategy,
-            max_batch,
-            token_budget,
-            delay_s,
-        )
-        self.cost_model = cost_model
-        self.queue: queue.Queue = queue.Queue(maxsize=queue_size)
-        self.stats = {"rounds": 0, "batches": 0, "rows": 0, "batched_rows": 0, "requests_expired": 0}
+    def enter(self) -> bool:
+        with self.lock:
+            if self.count >= self.limit:
+                return False
+            self.count += 1
+            return True
 
-    def start(self) -> "MicroBatcher":
-        threading.Thread(target=self._serve, name="micro-batcher", daemon=True).start()
-        return self
+    def leave(self, seconds: float | None) -> None:
+        """One admitted request done, after `seconds` (None: refused after all, not timed)."""
+        with self.lock:
+            self.count -= 1
+            if seconds is not None:
+                known = self.seconds
+                self.seconds = seconds if known is None else known + self.alpha * (seconds - known)
 
-    def submit(self, pairs: list[tuple[str, str]]) -> Future:
-        future: Future = Future()
-        try:
-            self.queue.put_nowait((pairs, future))
-        except queue.Full:
-            raise QueueFull(f"queue full ({self.queue.maxsize} requests waiting)") from None
-        return future
+    def retry_after_s(self) -> int:
+        return max(1, math.ceil(self.seconds or 0.0))
 
-    def _collect(self) -> list:
-        items = [self.queue.get()]
-        rows, deadline = len(items[0][0]), time.perf_counter() + self.delay_s
-        while rows < self.max_batch:
-            try:
-                items.append(self.queue.get(timeout=max(0.0, deadline - time.perf_counter())))
-            except queue.Empty:
-                break
-            rows += len(items[-1][0])
-        # A request whose client gave up (timeout) is dropped, not scored.
-        live = [item for item in items if item[1].set_running_or_notify_cancel()]
-        self.stats["requests_expired"] += len(items) - len(live)
-        return live
+    def describe(self) -> dict:
+        return {"admitted": self.count, "limit": self.limit, "mean_request_s": self.seconds}
 
-    def _serve(self) -> None:
-        while True:
-            items = self._collect()
-            rows = [(k, pair) for k, (pairs, _) in enumerate(items) for pair in pairs]
-            if not rows:
-                continue
-            try:
-                lengths = self.count_tokens([pair for _, pair in rows])
-                batches = self.make_batches(lengths, self.strategy, self.max_batch, self.token_budget)
-                if self.cost_model is not None:
-                    batches = self.cost_model.plan(lengths, batches)
-                scores = [0.0] * len(rows)
-                for batch in batches:
-                    start = time.perf_counter()
-                    for i, score in zip(batch, self.runtime.score([rows[i][1] for i in batch])):
-                        scores[i] = float(score)
-                    if self.cost_model is not None:
-                        padded = len(batch) * max(lengths[i] for i in batch)
-                        self.cost_model.observe(len(batch), padded, (time.perf_counter() - start) * 1e3)
-            except Exception as e:  # noqa: BLE001  (each waiting request answers with it)
-                for _, future in items:
-                    future.set_exception(e)
-                continue
-            self.stats["rounds"] += 1
-            self.stats["batches"] += len(batches)
-            self.stats["rows"] += len(rows)
-            self.stats["batched_rows"] += sum(len(b) for b in batches if len(b) > 1)
-            answers: list[list[float]] = [[] for _ in items]
-            for (k, _), score in zip(rows, scores):
-                answers[k].append(score)
-            for (_, future), answer in zip(items, answers):
-                future.set_result(answer)
+
+def loopback_only(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
 
 
 def create_app(
-    runtime, batcher: MicroBatcher | None = None, request_timeout_s: float = 60.0, queue_size: int = 256
+    runtime, batcher: MicroBatcher | None = None, limits: Limits = Limits(), api_key: str | None = None
 ) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -202,71 +134,121 @@ def create_app(
         runtime.close()
         print(STOPPED, file=sys.stderr, flush=True)
 
-    app = FastAPI(title="rmbench scoring service", lifespan=lifespan)
-    lock = threading.Lock()  # one model, one request at a time: concurrent requests queue
-    waiting = threading.BoundedSemaphore(queue_size)  # ... up to queue_size of them, then 503
+    # max_body_size counts the bytes as they stream in (chunked bodies too): 413 once it passes.
+    app = FastAPI(
+        title="rmbench scoring service",
+        lifespan=lifespan,
+        max_body_size=limits.max_body_bytes,
+        default_response_class=AsciiJSONResponse,
+    )
+    ScoreRequest, RewardRequest = request_models(limits.max_pairs)
+    admission = Admission(limits.queue_size)
+    engine = asyncio.Lock()  # one model, one request at a time: admitted requests wait their turn
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next):
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            return JSONResponse({"detail": f"body over {MAX_BODY_BYTES} bytes"}, status_code=413)
-        return await call_next(request)
+    if api_key:
+        expected = api_key.encode()
+
+        @app.middleware("http")
+        async def require_key(request: Request, call_next):
+            # a bearer token, or `?key=` in the URL: OpenRLHF's client sends no headers of its own,
+            # but posts to whatever --remote_rm_url says
+            header = request.headers.get("authorization", "")
+            given = (
+                header.removeprefix("Bearer ")
+                if header.startswith("Bearer ")
+                else request.query_params.get("key", "")
+            )
+            if not hmac.compare_digest(given.encode(), expected):
+                return AsciiJSONResponse(
+                    {
+                        "detail": "missing or wrong API key: send 'Authorization: Bearer <key>', or ?key=<key> in the URL"
+                    },
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+            return await call_next(request)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError):
+        # Where and what, not the input itself: it may be megabytes, or not encodable at all.
+        fields = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in error.errors()]
+        return AsciiJSONResponse({"detail": fields}, status_code=422)
 
     @app.exception_handler(Exception)
     async def failed(request: Request, error: Exception):
         # The message reaches the client, which classifies it (e.g. out of memory).
-        return JSONResponse({"detail": f"{type(error).__name__}: {error}"[:1000]}, status_code=500)
+        return AsciiJSONResponse({"detail": f"{type(error).__name__}: {error}"[:1000]}, status_code=500)
 
     @app.get("/health")
     def health():
-        return {"status": "ok", "runtime": runtime.describe(), "pid": os.getpid()}
+        return {
+            "status": "ok",
+            "runtime": runtime.describe(),
+            "pid": os.getpid(),
+            "queue": admission.describe(),
+            "batching": batcher.stats if batcher else None,
+        }
 
     @app.get("/stats")
     def stats():
         return batcher.stats if batcher else {}
 
-    def score_pairs(pairs: list[tuple[str, str]]):
-        """The pairs' scores, or the 503 / 504 answer when the queue is full or too slow."""
-        if batcher is None:
-            if not waiting.acquire(blocking=False):
-                return JSONResponse(
-                    {"detail": f"queue full ({queue_size} requests waiting)"}, status_code=503
-                )
+    def overloaded(detail: str) -> AsciiJSONResponse:
+        return AsciiJSONResponse(
+            {"detail": detail}, status_code=503, headers={"Retry-After": str(admission.retry_after_s())}
+        )
+
+    def too_slow() -> AsciiJSONResponse:
+        return AsciiJSONResponse(
+            {"detail": f"not scored within {limits.request_timeout_s:g} s"}, status_code=504
+        )
+
+    async def score_pairs(pairs: list[tuple[str, str]]):
+        """The pairs' scores, or the 503 / 504 answer when the service is full or too slow."""
+        if not admission.enter():
+            return overloaded(f"queue full ({limits.queue_size} requests waiting)")
+        started = time.perf_counter()
+        try:
+            if batcher is not None:
+                try:
+                    future = batcher.submit(pairs)
+                except QueueFull as e:
+                    started = None
+                    return overloaded(str(e))
+                try:  # a cancelled wait cancels the future: the batcher drops it unscored
+                    return await asyncio.wait_for(asyncio.wrap_future(future), limits.request_timeout_s)
+                except TimeoutError:
+                    return too_slow()
             try:
-                with lock:
-                    return runtime.score(pairs)
+                await asyncio.wait_for(engine.acquire(), limits.request_timeout_s)
+            except TimeoutError:
+                return too_slow()
+            try:
+                return await run_in_threadpool(runtime.score, pairs)
             finally:
-                waiting.release()
-        try:
-            future = batcher.submit(pairs)
-        except QueueFull as e:
-            return JSONResponse({"detail": str(e)}, status_code=503)
-        try:
-            return future.result(timeout=request_timeout_s)
-        except TimeoutError:
-            future.cancel()
-            return JSONResponse({"detail": f"not scored within {request_timeout_s:g} s"}, status_code=504)
+                engine.release()
+        finally:
+            admission.leave(None if started is None else time.perf_counter() - started)
 
     @app.post("/score")
-    def score(request: ScoreRequest):
+    async def score(request: ScoreRequest):
         start = time.perf_counter()
-        scores = score_pairs([(p.prompt, p.response) for p in request.pairs])
-        if isinstance(scores, JSONResponse):
+        scores = await score_pairs([(p.prompt, p.response) for p in request.pairs])
+        if isinstance(scores, AsciiJSONResponse):
             return scores
         return {"scores": scores, "server_ms": (time.perf_counter() - start) * 1e3}
 
     @app.post("/get_reward")
-    def get_reward(request: RewardRequest):
+    async def get_reward(request: RewardRequest):
         start = time.perf_counter()
         try:
             pairs = request.pairs()
         except ValueError as e:
-            return JSONResponse({"detail": str(e)}, status_code=422)
-        rewards = score_pairs(pairs)
-        if isinstance(rewards, JSONResponse):
+            return AsciiJSONResponse({"detail": str(e)}, status_code=422)
+        rewards = await score_pairs(pairs)
+        if isinstance(rewards, AsciiJSONResponse):
             return rewards
-        return {"rewards": [float(r) for r in rewards], "server_ms": (time.perf_counter() - start) * 1e3}
+        return reward_answer([float(r) for r in rewards], (time.perf_counter() - start) * 1e3)
 
     return app
 
@@ -288,11 +270,8 @@ def exit_with_parent(parent_pid: int, interval_s: float = 1.0) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def main(argv=None) -> None:
-    import uvicorn
-
-    from .runtimes import runtime_class
-
+def parse_args(argv=None) -> argparse.Namespace:
+    defaults = Limits()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--runtime", default="hf_eager", help="the runtime the service wraps")
@@ -307,59 +286,97 @@ def main(argv=None) -> None:
         "--onnx", help="the ONNX file (runtimes that need one; default: the pipeline's export of the model)"
     )
     parser.add_argument("--binary", default="results/native/bin/rmscore", help="the native engine")
-    parser.add_argument("--microbatch", choices=["naive", "length_aware", "token_budget"])
+    parser.add_argument(
+        "--microbatch",
+        choices=["off", "naive", "length_aware", "token_budget"],
+        default="length_aware",
+        help="score concurrent requests together (off: one request at a time)",
+    )
     parser.add_argument("--max-batch", type=int, default=8, help="rows per batch at most")
     parser.add_argument("--token-budget", type=int, default=4096, help="token_budget: rows x longest")
     parser.add_argument("--queue-delay-ms", type=float, default=2.0, help="wait for more requests")
-    parser.add_argument("--queue-size", type=int, default=256, help="requests waiting, at most")
-    parser.add_argument("--request-timeout-s", type=float, default=60.0)
     parser.add_argument(
-        "--adaptive", choices=["on", "off"], default="off", help="keep a batch only where it pays"
+        "--adaptive", choices=["on", "off"], default="on", help="keep a batch only where it pays"
+    )
+    parser.add_argument(
+        "--queue-size", type=int, default=defaults.queue_size, help="requests admitted at once"
+    )
+    parser.add_argument("--request-timeout-s", type=float, default=defaults.request_timeout_s)
+    parser.add_argument("--max-pairs", type=int, default=defaults.max_pairs, help="rows per request at most")
+    parser.add_argument(
+        "--max-body-mb", type=float, default=defaults.max_body_bytes / 2**20, help="request body, at most"
+    )
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get(API_KEY_VARIABLE),
+        help=f"clients send 'Authorization: Bearer KEY' or ?key=KEY (default: ${API_KEY_VARIABLE}; required off loopback)",
     )
     args = parser.parse_args(argv)
+    from .runtimes import runtime_class
 
-    if args.parent_pid:
-        exit_with_parent(args.parent_pid)
-    cls = runtime_class(args.runtime)
     options = {"binary": args.binary} if args.runtime == "native" else {}
-    onnx = args.onnx or (default_onnx(args.model_dir) if cls.onnx_needed(options) else None)
+    if not args.onnx and runtime_class(args.runtime).onnx_needed(options):
+        args.onnx = default_onnx(args.model_dir)
     for what, path in (
         ("model", args.model_dir),
-        ("ONNX file", onnx),
+        ("ONNX file", args.onnx),
         ("native engine", options.get("binary")),
     ):
         if path and not Path(path).exists():
             parser.error(f"no {what} at {path}: build it first, e.g. `snakemake --cores 1 {path}`")
-    runtime = cls(args.model_dir, onnx, args.device, args.threads, args.max_length, options)
+    if not args.api_key and args.fd is None and not loopback_only(args.host):
+        parser.error(
+            f"--host {args.host} serves other machines, and there is no API key: set {API_KEY_VARIABLE} "
+            "(or --api-key) to a secret; clients send 'Authorization: Bearer <key>' or ?key=<key> in the URL"
+        )
+    return args
+
+
+def start_batcher(args, runtime) -> MicroBatcher:
+    """The micro-batcher of `--microbatch`, its cost model calibrated first where `--adaptive on`."""
+    from .batching import BatchCostModel
+    from .models import encode, load_tokenizer
+
+    tokenizer = load_tokenizer(args.model_dir)
+
+    def count_tokens(pairs):
+        encoded = encode(tokenizer, pairs, None, args.max_length, padding="do_not_pad")
+        return [len(ids) for ids in encoded["input_ids"]]
+
+    cost_model = None
+    if args.adaptive == "on":  # measured before the first request (the service is not up yet)
+        cost_model = BatchCostModel()
+        pair = CALIBRATION_PAIR
+        sizes = sorted({size for size in (2, 4, 8) if size < args.max_batch} | {args.max_batch} - {1})
+        cost_model.calibrate(runtime.score, pair, count_tokens([pair])[0], sizes)
+    return MicroBatcher(
+        runtime,
+        count_tokens,
+        args.microbatch,
+        args.max_batch,
+        args.token_budget,
+        args.queue_delay_ms / 1e3,
+        args.queue_size,
+        cost_model,
+    ).start()
+
+
+def main(argv=None) -> None:
+    import uvicorn
+
+    from .runtimes import runtime_class
+
+    args = parse_args(argv)
+    if args.parent_pid:
+        exit_with_parent(args.parent_pid)
+    options = {"binary": args.binary} if args.runtime == "native" else {}
+    runtime = runtime_class(args.runtime)(
+        args.model_dir, args.onnx, args.device, args.threads, args.max_length, options
+    )
     runtime.load()
-    batcher = None
-    if args.microbatch:
-        from .batching import BatchCostModel
-        from .models import encode, load_tokenizer
-
-        tokenizer = load_tokenizer(args.model_dir)
-
-        def count_tokens(pairs):
-            encoded = encode(tokenizer, pairs, None, args.max_length, padding="do_not_pad")
-            return [len(ids) for ids in encoded["input_ids"]]
-
-        cost_model = None
-        if args.adaptive == "on":  # measured before the first request (the service is not up yet)
-            cost_model = BatchCostModel()
-            pair = CALIBRATION_PAIR
-            sizes = sorted({size for size in (2, 4, 8) if size < args.max_batch} | {args.max_batch} - {1})
-            cost_model.calibrate(runtime.score, pair, count_tokens([pair])[0], sizes)
-        batcher = MicroBatcher(
-            runtime,
-            count_tokens,
-            args.microbatch,
-            args.max_batch,
-            args.token_budget,
-            args.queue_delay_ms / 1e3,
-            args.queue_size,
-            cost_model,
-        ).start()
-    app = create_app(runtime, batcher, args.request_timeout_s, args.queue_size)
+    batcher = start_batcher(args, runtime) if args.microbatch != "off" else None
+    limits = Limits(args.queue_size, args.request_timeout_s, args.max_pairs, int(args.max_body_mb * 2**20))
+    app = create_app(runtime, batcher, limits, args.api_key)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     if args.fd is not None:

@@ -48,6 +48,13 @@ STUDIES = {
         "metrics": ["row_ms", "throughput_rps", "p50_ms", "p95_ms"],
         "report_only": ["throughput_rps", "p50_ms", "p95_ms"],
     },
+    # A trainer's load on the service (rmbench.load): time per answered request decides, against
+    # one client; latency, and what was refused, given up or lost, are reported beside it.
+    "load": {
+        "between": "variant",
+        "metrics": ["row_ms", "throughput_rps", "p50_ms", "p99_ms", "retried_503", "gave_up", "lost"],
+        "report_only": ["throughput_rps", "p50_ms", "p99_ms", "retried_503", "gave_up", "lost"],
+    },
     # Each scorer beside the rollout generator, per core split: end-to-end time per row (lower is
     # better) decides; what co-location costs each side is reported beside it.
     "colocation": {

@@ -19,16 +19,6 @@ from .models import chat_messages, chat_template, chat_texts, load_tokenizer, to
 
 TOKENIZERS = ("native", "hf_fast", "hf_backend", "hf_slow", "tiktoken")
 HF_TOKENIZERS = ("hf_fast", "hf_backend", "hf_slow")
-# Libraries that know one tokenizer kind only (rmbench.families' `tokenizer`).
-TOKENIZER_KINDS = {"tiktoken": "byte_bpe"}
-
-
-def library_reason(name: str, declared: dict) -> str | None:
-    """Why tokenizer library `name` cannot tokenize for family `declared`, or None."""
-    kind = TOKENIZER_KINDS.get(name)
-    if kind and declared["tokenizer"] != kind:
-        return f"{name} knows {kind} tokenizers only; {declared['name']}'s is {declared['tokenizer']}"
-    return None
 
 
 def hf_encoder(model_dir, name: str, max_length: int):

@@ -25,19 +25,13 @@ from rmbench.cells import (
 from rmbench.families import check_models, family
 from rmbench.figures import FIGURES
 from rmbench.paper import text_files as paper_text_files
-from rmbench.precision import (
-    MATMUL_GROUPS,
-    ONNX_OPTIMIZERS,
-    check_variants,
-    onnx_file,
-    sweep_settings,
-    timed_settings,
-)
+from rmbench.onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS, onnx_file
+from rmbench.precision import sweep_settings, timed_settings
 from rmbench.caveat import set_caveat
 from rmbench.provenance import set_onnxruntime_telemetry
 from rmbench.scheduling import one_pending_timer
 from rmbench.sequential import LOOK_PATH, cell_key
-from rmbench.runtimes import check_runtimes, family_reason, runtime_class
+from rmbench.runtimes import check_runtimes, check_variants, family_reason, runtime_class
 from rmbench.tables import LANGUAGE_PAIR, STUDIES, step_name
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -198,6 +192,7 @@ def findings_tables(wildcards):
 # The tables and figures only the extended tier makes: the studies past the paper.
 EXTENDED_OUTPUTS = (
     "colocation",
+    "load",
     "decomposition",
     "gemm",
     "roofline",
@@ -334,7 +329,7 @@ def paper_targets(wildcards):
         return [*targets, "paper/main.pdf"]
     print(
         "paper: latexmk not found, so the PDF is not built; tables, figures and numbers are. "
-        "Install it (Debian: apt-get install latexmk texlive-latex-recommended) and run "
+        "Install it (`bash envs/setup.sh --paper`, Debian's TeX packages) and run "
         "`snakemake --cores 1 paper` again.",
         file=sys.stderr,
     )

@@ -52,11 +52,50 @@ def check_runtimes(config: dict) -> None:
             )
 
 
+def check_variants(config: dict) -> None:
+    """Stops with a clear message when a decomposition variant asks a runtime for something it lacks."""
+    from ..errors import RmbenchError
+
+    study = config["studies"].get("decomposition")
+    if not study or not study.get("enabled", True):
+        return
+    for runtime, cfg in study["runtimes"].items():
+        allowed = {key: values for key, (values, _) in runtime_class(runtime).settings.items()}
+        for variant in cfg.get("variants") or study.get("variants") or [{}]:
+            if "matmuls" in variant and variant.get("precision") != "int8":
+                raise RmbenchError(
+                    f"studies.decomposition.runtimes.{runtime}: matmuls={variant['matmuls']} chooses "
+                    "which MatMuls int8 quantizes; give it with precision: int8"
+                )
+            if variant.get("head", "same") != "same" and variant.get("precision") != "bf16":
+                raise RmbenchError(
+                    f"studies.decomposition.runtimes.{runtime}: head={variant['head']} keeps the "
+                    "reward head out of bf16 autocast; give it with precision: bf16"
+                )
+            if variant.get("prepack", "on") != "on" and variant.get("freezing") != "on":
+                raise RmbenchError(
+                    f"studies.decomposition.runtimes.{runtime}: prepack={variant['prepack']} changes "
+                    "how Inductor's freezing packs the weights; give it with freezing: on"
+                )
+            if variant.get("precision") == "int8" and variant.get("optimizer", "none") != "none":
+                raise RmbenchError(
+                    f"studies.decomposition.runtimes.{runtime}: int8 with optimizer "
+                    f"{variant['optimizer']} is not built; use one of them per variant"
+                )
+            for key, value in variant.items():
+                if key not in allowed or str(value) not in allowed[key]:
+                    choices = "; ".join(f"{k}: {', '.join(v)}" for k, v in allowed.items())
+                    raise RmbenchError(
+                        f"studies.decomposition.runtimes.{runtime}: variant {key}={value} is not "
+                        f"supported (this runtime takes {choices})"
+                    )
+
+
 def family_reason(runtime: str, declared: dict, options: dict) -> str | None:
     """Why `runtime` (a runtime, or a library the tokenizer study times) cannot run a cell of a
     model of family `declared` with these options; None when it can."""
     if runtime not in RUNTIMES:  # a library the tokenizer study times
-        from ..tokenizer_bench import library_reason
+        from ..families import library_reason
 
         return library_reason(runtime, declared)
     return runtime_class(runtime).family_reason(declared, options)

@@ -14,9 +14,9 @@ from typing import ClassVar
 
 from ..batching import PADDING_SIDES, PADDINGS
 from ..models import encode
-from ..precision import MATMUL_GROUPS, ONNX_OPTIMIZERS
+from ..onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS
 
-# The ONNX file a cell of an ONNX runtime loads (rmbench.precision.onnx_file, wired by the rules):
+# The ONNX file a cell of an ONNX runtime loads (rmbench.onnx_files.onnx_file, wired by the rules):
 # int8 quantizes every MatMul or one group of them; an optimizer picks another export.
 ONNX_FILE_SETTINGS = {
     "precision": (("fp32", "int8"), "fp32"),
@@ -31,7 +31,7 @@ class Unsupported(Exception):
 
 class Runtime(ABC):
     """A runtime declares, once, what the config may ask of it; the config checks
-    (runtimes.check_runtimes, precision.check_variants), the rules and the tables read it."""
+    (runtimes.check_runtimes and check_variants), the rules and the tables read it."""
 
     name: str = ""
     # The scoring studies it may join (the config is refused where another names it).

@@ -26,7 +26,7 @@ DEFAULTS = {
 
 class BatchingServerRuntime(FastAPIRuntime):
     name = "batching_server"
-    studies = ("concurrency",)
+    studies = ("concurrency", "load")
     wraps = "ort_python"
     needs_onnx = True
     compared_with = ("ort_python", "native")
@@ -38,10 +38,9 @@ class BatchingServerRuntime(FastAPIRuntime):
     def micro_batching(self) -> dict:
         return DEFAULTS | {k: self.options[k] for k in DEFAULTS if k in self.options}
 
-    def server_args(self) -> list[str]:
+    def serving_args(self) -> list[str]:
         s = self.micro_batching()
         return [
-            *super().server_args(),
             "--microbatch",
             s["strategy"],
             "--max-batch",

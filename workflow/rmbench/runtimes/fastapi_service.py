@@ -31,7 +31,7 @@ class ServiceError(RuntimeError):
 
 class FastAPIRuntime(Runtime):
     name = "fastapi"
-    studies = ("latency", "concurrency")
+    studies = ("latency", "concurrency", "load")
     wraps = "hf_eager"  # the runtime the service scores with (option `wraps` overrides it)
     compared_with = ("hf_eager",)
     # The endpoint a launch calls: /score with (prompt, response) pairs, or OpenRLHF's
@@ -74,7 +74,7 @@ class FastAPIRuntime(Runtime):
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((self.options.get("host", "127.0.0.1"), 0))
         listener.listen(128)
-        host, self.port = listener.getsockname()
+        self.host, self.port = listener.getsockname()
         command = [
             sys.executable,
             "-m",
@@ -99,7 +99,9 @@ class FastAPIRuntime(Runtime):
         listener.close()  # the server holds its own copy
         # No Nagle: the request's header and body writes must not wait for a delayed ACK (~40 ms).
         transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-        self.client = httpx.Client(base_url=f"http://{host}:{self.port}", timeout=None, transport=transport)
+        self.client = httpx.Client(
+            base_url=f"http://{self.host}:{self.port}", timeout=None, transport=transport
+        )
         self.health = self._wait_until_healthy()
 
     def server_args(self) -> list[str]:
@@ -115,7 +117,11 @@ class FastAPIRuntime(Runtime):
         ]
         if self.onnx_path:
             args += ["--onnx", str(self.onnx_path)]
-        return args
+        return args + self.serving_args()
+
+    def serving_args(self) -> list[str]:
+        """One request at a time: the paper's service (the batching_server runtime batches)."""
+        return ["--microbatch", "off"]
 
     def _wait_until_healthy(self) -> dict:
         import httpx
@@ -169,6 +175,33 @@ class FastAPIRuntime(Runtime):
         return (
             measured
             | {"engines": 1, "threads_per_engine": self.threads, "threads_total": self.threads}
+            | {f"server_{k}": v for k, v in stats.items()}
+        )
+
+    def time_load(self, pairs, clients: int, requests: int, malformed_share: float) -> dict:
+        """A trainer's load (rmbench.load): `clients` OpenRLHF-style clients send `requests`
+        one-sample POSTs to /get_reward, each pair as one dialogue, a share of them malformed.
+        Each row's score is its first reward (a row no request got a reward for is scored
+        directly); `reward_spread` is the largest gap between one row's rewards."""
+        from ..load import run_load
+
+        queries = [f"{p} {r}" for p, r in pairs]
+        url = f"http://{self.host}:{self.port}/get_reward"
+        result = run_load(url, queries, clients, requests, malformed_share)
+        per_row: list[list[float]] = [[] for _ in pairs]
+        for i, reward in enumerate(result.pop("rewards")):
+            if reward is not None:
+                per_row[i % len(pairs)].append(reward)
+        scores = [rewards[0] if rewards else self.score([pair])[0] for rewards, pair in zip(per_row, pairs)]
+        spread = max((max(r) - min(r) for r in per_row if r), default=0.0)
+        stats = self.client.get("/stats").json()
+        return (
+            result
+            | {
+                "scores": scores,
+                "reward_spread": spread,
+                "row_ms": result["wall_s"] * 1e3 / result["reward"] if result["reward"] else float("nan"),
+            }
             | {f"server_{k}": v for k, v in stats.items()}
         )
 

@@ -1,0 +1,151 @@
+"""A trainer's load on the reward service, made the way OpenRLHF's remote reward model client
+makes it: each sample its own POST to /get_reward, many clients at once, a timeout per request
+and a few retries with a pause between them.
+
+Two things differ from OpenRLHF's client, both what a careful client does: a 4xx is final (the
+same body fails again), and a 503's Retry-After sets the pause. Every request ends in exactly one
+outcome: a reward, an explicit error (4xx), given up after its retries (every try a 503, 504 or
+5xx), or lost (no usable answer: a refused connection or a timeout on the last try, or a 200
+without a reward). A service that holds up under load loses none.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .concurrency import Counter, run_together
+
+OUTCOMES = ("reward", "error", "gave_up", "lost")
+
+# What a broken trainer sends: each body fails validation in a different field.
+MALFORMED_BODIES = (
+    {"query": ["\ud800 a lone surrogate"]},
+    {"query": ["a dialogue without an assistant turn"]},
+    {"query": [17]},
+    {"query": []},
+    {"query": "not a list"},
+    {"queries": ["a misspelt field"]},
+)
+
+
+@dataclass
+class Answer:
+    outcome: str
+    status: int | None  # the last HTTP status (None: no answer)
+    tries: int
+    latency_ms: float  # first try to last answer, retries and pauses included
+    reward: float | None = None
+    retried_503: int = 0
+
+
+def openrlhf_request(
+    url: str,
+    body: dict,
+    timeout_s: float = 180.0,
+    tries: int = 5,
+    pause_s: float = 1.0,
+    headers: dict | None = None,
+) -> Answer:
+    """One sample's POST as OpenRLHF's `request_api_wrapper` makes it (requests.post with a JSON
+    body and a timeout, `tries` times, a pause between), reading `rewards`."""
+    import requests
+
+    started, status, retried_503 = time.perf_counter(), None, 0
+    for attempt in range(1, tries + 1):
+        pause = pause_s
+        try:
+            response = requests.post(
+                url,
+                json=body,
+                headers={"Content-Type": "application/json", **(headers or {})},
+                timeout=timeout_s,
+            )
+        except requests.RequestException:
+            status = None
+        else:
+            status = response.status_code
+            elapsed_ms = (time.perf_counter() - started) * 1e3
+            if status == 200:
+                try:
+                    reward = float(response.json()["rewards"][0])
+                except (ValueError, KeyError, IndexError, TypeError):  # a 200 without a reward
+                    return Answer("lost", status, attempt, elapsed_ms, None, retried_503)
+                return Answer("reward", status, attempt, elapsed_ms, reward, retried_503)
+            if 400 <= status < 500:
+                return Answer("error", status, attempt, elapsed_ms, None, retried_503)
+            if status == 503:
+                retried_503 += 1
+                pause = float(response.headers.get("Retry-After", pause_s))
+        if attempt < tries:
+            time.sleep(pause)
+    outcome = "lost" if status is None else "gave_up"
+    return Answer(outcome, status, tries, (time.perf_counter() - started) * 1e3, None, retried_503)
+
+
+def load_bodies(
+    queries: list[str], requests: int, malformed_share: float, seed: int
+) -> list[tuple[dict, bool]]:
+    """`requests` one-sample bodies cycling over `queries`, a `malformed_share` of them (chosen by
+    `seed`) replaced by broken ones; each with whether it is well formed."""
+    rng = random.Random(seed)
+    bodies = []
+    for i in range(requests):
+        if rng.random() < malformed_share:
+            bodies.append((rng.choice(MALFORMED_BODIES), False))
+        else:
+            bodies.append(({"query": [queries[i % len(queries)]]}, True))
+    return bodies
+
+
+def run_load(
+    url: str,
+    queries: list[str],
+    clients: int,
+    requests: int,
+    malformed_share: float = 0.0,
+    seed: int = 0,
+    timeout_s: float = 180.0,
+    tries: int = 5,
+    pause_s: float = 1.0,
+    headers: dict | None = None,
+) -> dict:
+    """`clients` threads send `requests` one-sample POSTs to `url` (a /get_reward endpoint), each
+    client its next body as soon as its last is answered. Returns every answer in body order, the
+    counts per outcome, throughput and latency percentiles of the answered well-formed requests."""
+    bodies = load_bodies(queries, requests, malformed_share, seed)
+    answers: list[Answer] = [Answer("lost", None, 0, math.nan)] * len(bodies)  # until answered
+    pending = Counter(len(bodies))
+
+    def client() -> None:
+        while (i := pending.take()) is not None:
+            answers[i] = openrlhf_request(url, bodies[i][0], timeout_s, tries, pause_s, headers)
+
+    wall_s = run_together([client] * clients, "load-client")
+    return summarize_load(answers, [ok for _, ok in bodies], wall_s)
+
+
+def summarize_load(answers: list[Answer], well_formed: list[bool], wall_s: float) -> dict:
+    """Counts per outcome (and whether each kind of body got the outcome it should), throughput,
+    and the latency percentiles of the well-formed requests that got a reward."""
+    counts = {outcome: sum(a.outcome == outcome for a in answers) for outcome in OUTCOMES}
+    rewarded = [a.latency_ms for a, ok in zip(answers, well_formed) if ok and a.outcome == "reward"]
+    latencies = np.asarray(rewarded or [np.nan])
+    return {
+        "requests": len(answers),
+        "malformed": well_formed.count(False),
+        **counts,
+        # a broken body must get its 4xx, a good one its reward (or a 503 it gave up on)
+        "malformed_not_4xx": sum(not ok and a.outcome != "error" for a, ok in zip(answers, well_formed)),
+        "well_formed_4xx": sum(ok and a.outcome == "error" for a, ok in zip(answers, well_formed)),
+        "retried_503": sum(a.retried_503 for a in answers),
+        "wall_s": wall_s,
+        "throughput_rps": counts["reward"] / wall_s,
+        "p50_ms": float(np.percentile(latencies, 50)),
+        "p99_ms": float(np.percentile(latencies, 99)),
+        "rewards": [a.reward for a in answers],
+    }

@@ -1,0 +1,44 @@
+"""The ONNX files of one model, by name: which exports exist, which MatMuls an int8 copy
+quantizes, and the path a cell loads. A leaf module: the runtimes' declarations, the rules, the
+export and the quantizer all read it, and it imports nothing of theirs.
+"""
+
+from __future__ import annotations
+
+from .errors import RmbenchError
+
+# How DeBERTa's relative attention is exported: as transformers writes it, or as a diagonal
+# shift (relative_shift.py; models without relative attention export the same graph either way).
+ATTENTION_EXPORTS = ("stock", "relative_shift")
+
+# Which MatMuls an int8 file quantizes: every one with a constant weight, or parts of each layer
+# joined by '-': the attention projections, the feed-forward's input MatMuls (up, and gate where
+# SwiGLU has one) and its output MatMul; `ffn` is both feed-forward parts. Each family declares its
+# parts by substrings of the exporter's node names (rmbench.families' `matmul_parts`); a node
+# belongs to the first part, in MATMUL_PARTS' order, that one of its substrings matches.
+MATMUL_PARTS = ("attention", "ffn_in", "ffn_out")
+MATMUL_GROUPS = ("all", "ffn", "attention", "ffn_in", "ffn_out", "attention-ffn_in", "attention-ffn_out")
+
+
+# The exports of one model: `optimizer: transformers` loads the file after
+# onnxruntime.transformers' fusions (rule optimize_onnx), `optimizer: relative_shift` the export
+# with DeBERTa's relative attention as a diagonal shift (rule export_onnx_relative_shift). What each
+# runtime takes is its own declaration (Runtime.settings).
+OPTIMIZER_SUFFIX = {"none": "", "transformers": ".opt", "relative_shift": ".relshift"}
+ONNX_OPTIMIZERS = tuple(OPTIMIZER_SUFFIX)
+
+
+def onnx_file(
+    model: str, precision: str = "fp32", optimizer: str = "none", matmuls: str | None = None
+) -> str:
+    """The ONNX file a cell loads: the export, its int8 copy (`quantization`'s settings, or those
+    with another group of MatMuls: model.int8.<matmuls>.onnx), its transformers-optimized copy, or
+    the relative-shift export."""
+    if precision not in ("fp32", "int8") or optimizer not in ONNX_OPTIMIZERS:
+        raise RmbenchError(f"no ONNX file for precision {precision} with optimizer {optimizer}")
+    if precision == "int8" and optimizer != "none":
+        raise RmbenchError(f"int8 of the {optimizer} file is not built (quantize the export instead)")
+    if matmuls is not None and precision != "int8":
+        raise RmbenchError(f"matmuls={matmuls} chooses what int8 quantizes; this file is {precision}")
+    suffix = {"int8": ".int8", "fp32": ""}[precision] + OPTIMIZER_SUFFIX[optimizer]
+    return f"results/onnx/{model}/model{suffix}{'' if matmuls is None else '.' + matmuls}.onnx"
