@@ -90,16 +90,16 @@ def openrlhf_request(
 def load_bodies(
     queries: list[str], requests: int, malformed_share: float, seed: int
 ) -> list[tuple[dict, bool]]:
-    """`requests` one-sample bodies cycling over `queries`, a `malformed_share` of them (chosen by
-    `seed`) replaced by broken ones; each with whether it is well formed."""
+    """`requests` one-sample bodies cycling over `queries`, the share `malformed_share` of them (at
+    places `seed` chooses) replaced by broken ones; each with whether it is well formed."""
     rng = random.Random(seed)
-    bodies = []
-    for i in range(requests):
-        if rng.random() < malformed_share:
-            bodies.append((rng.choice(MALFORMED_BODIES), False))
-        else:
-            bodies.append(({"query": [queries[i % len(queries)]]}, True))
-    return bodies
+    broken = set(rng.sample(range(requests), round(malformed_share * requests)))
+    return [
+        (rng.choice(MALFORMED_BODIES), False)
+        if i in broken
+        else ({"query": [queries[i % len(queries)]]}, True)
+        for i in range(requests)
+    ]
 
 
 def run_load(
