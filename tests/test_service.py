@@ -219,7 +219,9 @@ def engine(tiny_model):
 
 def test_overload_answers_503_with_retry_after_and_a_long_wait_504(engine, tiny_model):
     body = {"query": dialogues(tiny_model["rows"][:1])}
-    app = create_app(SlowEngine(engine, 0.4), None, Limits(queue_size=2, request_timeout_s=0.2))
+    # one scored (1.5 s), one waiting for it (504 at 0.8 s), four refused: all six arrive well
+    # within the 0.8 s before the 504 frees a place
+    app = create_app(SlowEngine(engine, 1.5), None, Limits(queue_size=2, request_timeout_s=0.8))
     with serving(app) as url, ThreadPoolExecutor(6) as pool:
         answers = list(
             pool.map(lambda _: requests.post(f"{url}/get_reward", json=body, timeout=30), range(6))
