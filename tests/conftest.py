@@ -158,8 +158,8 @@ def config_deberta_tokenizers(tmp_path_factory):
     """DeBERTa's tokenizer as the default config and the smoke profile train it (the schema's
     defaults filled in), with the functions the pipeline's tokenizer rules call."""
     import yaml
+    from rmbench.english import tokenizer_corpus
     from rmbench.models import build_tokenizer, train_sentencepiece
-    from rmbench.synthetic import generate_split
     from snakemake.utils import validate
 
     root = tmp_path_factory.mktemp("config-tokenizers")
@@ -170,8 +170,7 @@ def config_deberta_tokenizers(tmp_path_factory):
         config["tokenizers"] = config.get("tokenizers", {}) | overlay
         validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"))
         cfg = config["tokenizers"]
-        dialogues = generate_split(cfg["spm_seed"], cfg["spm_corpus_rows"])
-        lines = [turn for d in dialogues for turn in d["chosen"].split("\n\n") if turn]
+        lines = tokenizer_corpus(cfg)
         train_sentencepiece(lines, root / f"{name}.model", cfg["spm_vocab_size"], cfg["spm_seed"])
         build_tokenizer(config["models"]["deberta"], root / name, root / f"{name}.model")
         folders[name] = root / name

@@ -61,7 +61,8 @@ def wordpiece_vocab() -> Path:
 
 
 def train_sentencepiece(corpus: list[str], out_model: Path, vocab_size: int, seed: int) -> None:
-    """Trains a DeBERTa-v3-style unigram SentencePiece model on generated text."""
+    """Trains a DeBERTa-v3-style unigram SentencePiece model on `corpus`, one line per sentence
+    or turn (rmbench.english.tokenizer_corpus)."""
     import sentencepiece as spm
 
     pad, bos, eos, unk = (SPM_SPECIALS[k] for k in ("pad", "bos", "eos", "unk"))

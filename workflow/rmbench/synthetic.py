@@ -11,6 +11,7 @@ tests/test_synthetic.py checks that a generated test-sized split lands on them.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -464,14 +465,31 @@ COMMA_RATE = 0.07
 APOSTROPHE_RATE = 0.015
 
 
-class DialogueGenerator:
-    """Generates hh-rlhf rows ({"chosen", "rejected"}) from one seed."""
+@dataclass(frozen=True)
+class Vocabulary:
+    """The words a generator draws, each with its weight (any positive scale)."""
 
-    def __init__(self, seed: int):
+    words: tuple[str, ...]
+    weights: np.ndarray
+
+    @classmethod
+    def zipf(cls, words: list[str], exponent: float = 0.9) -> Vocabulary:
+        """Words listed by frequency, drawn with weights 1 / rank**exponent."""
+        return cls(tuple(words), 1.0 / np.arange(1, len(words) + 1) ** exponent)
+
+
+# The generator's own words: the default data source's vocabulary.
+GENERATED = Vocabulary.zipf(COMMON_WORDS)
+
+
+class DialogueGenerator:
+    """Generates hh-rlhf rows ({"chosen", "rejected"}) from one seed, over a vocabulary (the
+    generator's own by default; rmbench.english draws English as people write it)."""
+
+    def __init__(self, seed: int, vocabulary: Vocabulary = GENERATED):
         self.rng = np.random.default_rng(seed)
-        ranks = np.arange(1, len(COMMON_WORDS) + 1)
-        weights = 1.0 / ranks**0.9
-        self.word_cdf = np.cumsum(weights / weights.sum())
+        self.vocabulary = vocabulary.words
+        self.word_cdf = np.cumsum(vocabulary.weights / vocabulary.weights.sum())
 
     # -- words and sentences -------------------------------------------------------------
     def _rare_word(self) -> str:
@@ -493,7 +511,7 @@ class DialogueGenerator:
     def _words(self, n: int) -> list[str]:
         # Drawn in bulk: per-word draws from a weighted vocabulary dominate the run time.
         picks = np.searchsorted(self.word_cdf, self.rng.random(n) * self.word_cdf[-1], side="right")
-        words = [COMMON_WORDS[i] for i in picks]
+        words = [self.vocabulary[i] for i in picks]
         kind = self.rng.random(n)
         for i in np.flatnonzero(kind < RARE_WORD_RATE + NAME_RATE + NUMBER_RATE):
             if kind[i] < RARE_WORD_RATE:
