@@ -29,7 +29,7 @@ def test_default_config_is_valid_and_defaults_are_filled(config):
     assert config["models"]["deberta"]["seed"] == 1
 
 
-@pytest.mark.parametrize("profile", ["smoke", "extended", "paper-arch", "paper"])
+@pytest.mark.parametrize("profile", ["smoke", "extended", "paper-arch", "paper", "language"])
 def test_profile_overlays_are_valid(config, profile):
     """Each overlay the profile names (smoke: the extended tier's, then its own), in order."""
     from snakemake.utils import update_config
