@@ -236,7 +236,8 @@ def test_gemm_launch_times_every_layer_matmul(tiny_model, library):
 def test_study_tables_mark_a_verdict_that_did_not_reproduce():
     from rmbench.latex import study_latex
     from rmbench.stats import compare_latency, summarize
-    from rmbench.tables import STUDIES, group_keys, study_table
+    from rmbench.studies import STUDIES
+    from rmbench.tables import group_keys, study_table
 
     values = {  # row_ms per launch: naive b=8 clearly slower on main60, not on set150
         ("main60", "batching~none+batch~1"): [10.0, 10.2, 9.9],

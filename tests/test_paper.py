@@ -8,7 +8,7 @@ import pandas as pd
 import yaml
 from rmbench.decomposition import POOLED_SET
 from rmbench.paper import DERIVED, numbers_tex, paper_numbers, quoted_keys, text_files, unmeasured_report
-from rmbench.tables import STUDIES
+from rmbench.studies import STUDIES
 
 ROOT = Path(__file__).resolve().parents[1]
 

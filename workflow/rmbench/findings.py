@@ -98,7 +98,8 @@ def replication_lines(table: pd.DataFrame, baseline: str) -> list[str]:
     """The verdicts against the baseline, checked on the other sets and the other model."""
     checked = table[table["reproduced"].isin(["yes", "no"]) & (table["baseline"] == baseline)]
     flipped = checked[checked["reproduced"] == "no"]
-    lines = [f"- {len(checked) - len(flipped)} of {len(checked)} verdicts against {baseline} reproduced"]
+    reproduced = f"{len(checked) - len(flipped)} of {len(checked)} verdicts against {baseline} reproduced"
+    lines = [f"- {reproduced} (each set's verdict by the overlap rule)"]
     lines += [
         f"- not reproduced: {r.model} {r.metric} {r.candidate} vs {r.baseline} ({r.verdict} on the "
         f"headline set; {r.disagreeing} disagreed)"

@@ -17,10 +17,10 @@ from .decomposition import POOLED_SET, gate_resolution
 from .operators import SUMMARY_ROWS
 from .provenance import launch_hosts
 from .stats import COUNT_LIMIT, intervals_wording
+from .studies import STUDIES
 from .tables import (
     ROW_PART_HEADS,
     ROW_PARTS,
-    STUDIES,
     across_hosts,
     difference_columns,
     group_keys,
@@ -591,7 +591,7 @@ REPLICATION_COLUMNS = {
     "metric": "Metric",
     "candidate": "Runtime",
     "baseline": "vs",
-    "verdict": "Verdict",
+    "verdict": "Verdict (overlap rule)",
     "launches": "Launches",
     "reproduced": "Reproduced",
     "disagreeing": "Disagreeing",
@@ -606,7 +606,10 @@ def replication_latex(table: pd.DataFrame, baseline: str, headline_set: str) -> 
         f"{headline_set}: the same comparison on every replication set and on the other "
         "model. A verdict that flips there is marked as not reproduced, never dropped; the CSV lists "
         "every pair of runtimes and each replication's verdict and launch counts, and the hosts behind "
-        "each check (across_hosts where they differ)."
+        "each check (across_hosts where they differ). Every verdict here, the headline set's too, is "
+        "the paper's overlap rule (95\\% intervals apart) at the launches that ran: the replication "
+        "sets run a fixed number of launches without looks, so one rule compares them all. The "
+        "looks' verdicts on the headline set are in the latency and best-runtime tables."
     )
     return plain_caption_latex(shown, REPLICATION_COLUMNS, caption, "tab:replication")
 

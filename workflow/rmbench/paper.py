@@ -19,7 +19,8 @@ from .latex import latex_escape
 from .operators import SESSION_RUN, SUMMARY_ROWS, TOTAL, WHOLE_CALL
 from .provenance import launch_hosts
 from .stats import COUNT_LIMIT
-from .tables import LANGUAGE_PAIR, ROW_PARTS, STUDIES, difference_columns, variant_label
+from .studies import LANGUAGE_PAIR, STUDIES
+from .tables import ROW_PARTS, difference_columns, variant_label
 
 # Digits shown per metric (anything else: 2).
 DIGITS = {

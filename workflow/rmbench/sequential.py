@@ -34,7 +34,8 @@ from .stats import (
     paired_difference_interval,
     t_interval,
 )
-from .tables import LANGUAGE_PAIR, STUDIES, compared_metrics, group_keys, launch_row
+from .studies import LANGUAGE_PAIR, STUDIES
+from .tables import compared_metrics, group_keys, launch_row
 
 LOOK_PATH = "results/sequential/{study}/{model}/{device}/{set}/look~{look}.json"
 DECISIONS = ("difference", "tie", "undecided")
@@ -45,6 +46,18 @@ def look_counts(minimum: int, cap: int, step: int) -> list[int]:
     counts = [minimum]
     while counts[-1] < cap:
         counts.append(min(cap, counts[-1] + step))
+    return counts
+
+
+def counts_at_look(
+    limits: dict[str, tuple[int, int]], step: int, extended: list[list[str]]
+) -> dict[str, int]:
+    """Each cell's launches at a look: its minimum, plus `step` for each earlier look that
+    extended it (`extended`: each earlier look's cells), up to its cap."""
+    counts = {key: minimum for key, (minimum, _) in limits.items()}
+    for look in extended:
+        for key in look:
+            counts[key] = min(limits[key][1], counts[key] + step)
     return counts
 
 

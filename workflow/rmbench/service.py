@@ -314,13 +314,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     from .runtimes import runtime_class
 
-    options = {"binary": args.binary} if args.runtime == "native" else {}
-    if not args.onnx and runtime_class(args.runtime).onnx_needed(options):
+    # the runtime's options: the native engine's binary, where the runtime runs the engine
+    args.options = {"binary": args.binary} if runtime_class(args.runtime).native_engine_needed({}) else {}
+    if not args.onnx and runtime_class(args.runtime).onnx_needed(args.options):
         args.onnx = default_onnx(args.model_dir)
     for what, path in (
         ("model", args.model_dir),
         ("ONNX file", args.onnx),
-        ("native engine", options.get("binary")),
+        ("native engine", args.options.get("binary")),
     ):
         if path and not Path(path).exists():
             parser.error(f"no {what} at {path}: build it first, e.g. `snakemake --cores 1 {path}`")
@@ -369,9 +370,8 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     if args.parent_pid:
         exit_with_parent(args.parent_pid)
-    options = {"binary": args.binary} if args.runtime == "native" else {}
     runtime = runtime_class(args.runtime)(
-        args.model_dir, args.onnx, args.device, args.threads, args.max_length, options
+        args.model_dir, args.onnx, args.device, args.threads, args.max_length, args.options
     )
     runtime.load()
     batcher = start_batcher(args, runtime) if args.microbatch != "off" else None

@@ -14,76 +14,10 @@ import pandas as pd
 from .cells import parse_params
 from .provenance import host_cell, host_label
 from .stats import CONFIDENCE, intervals_wording, per_row_difference, per_row_median
+from .studies import LANGUAGE_PAIR, STUDIES
 
 CELL_KEYS = ["study", "model", "device", "runtime", "params", "launch"]
 
-# What each study compares: launches of different `between` values within a model x device x
-# set (x variant) group, on these per-launch metrics (lower is better; the first one decides
-# speed-ups and verdicts). Metrics named in `report_only` (higher is better) get intervals but no
-# comparisons.
-STUDIES = {
-    # A runtime's own variant (e.g. another export) is a runtime of its own here, named like a
-    # decomposition step ('native optimizer=transformers'), compared with every other runtime.
-    "latency": {"between": "runtime", "metrics": ["p50_ms", "p95_ms"], "variant_in_runtime": True},
-    # first_pass_us: the first pass over the set, where the tokenizers' word caches are cold.
-    "tokenizer": {"between": "runtime", "metrics": ["mean_us", "p50_us", "first_pass_us"]},
-    "zerocopy": {"between": "variant", "metrics": ["p50_ms", "p95_ms"]},
-    "compile": {
-        "between": "variant",
-        "metrics": ["p50_ms", "p95_ms", "first_call_s", "recompiles", "miss_max_ms"],
-        "report_only": ["first_call_s", "recompiles", "miss_max_ms"],
-    },
-    "gemm": {"between": "runtime", "metrics": ["layer_ms", "gflops"], "report_only": ["gflops"]},
-    # row_ms (wall time per row over the whole set) is 1 / throughput: its speed-up against
-    # batch size 1 is the throughput ratio.
-    "batching": {
-        "between": "variant",
-        "metrics": ["row_ms", "throughput_rps", "padding_waste", "batch_p50_ms", "batch_p95_ms"],
-        "report_only": ["throughput_rps", "padding_waste", "batch_p50_ms", "batch_p95_ms"],
-    },
-    # The same for concurrency: against one client on a shared engine; per-request latency
-    # percentiles show the queueing.
-    "concurrency": {
-        "between": "variant",
-        "metrics": ["row_ms", "throughput_rps", "p50_ms", "p95_ms"],
-        "report_only": ["throughput_rps", "p50_ms", "p95_ms"],
-    },
-    # A trainer's load on the service (rmbench.load): time per answered request decides, against
-    # one client; latency, and what was refused, given up or lost, are reported beside it.
-    "load": {
-        "between": "variant",
-        "metrics": ["row_ms", "throughput_rps", "p50_ms", "p99_ms", "retried_503", "gave_up", "lost"],
-        "report_only": ["throughput_rps", "p50_ms", "p99_ms", "retried_503", "gave_up", "lost"],
-    },
-    # Each scorer beside the rollout generator, per core split: end-to-end time per row (lower is
-    # better) decides; what co-location costs each side is reported beside it.
-    "colocation": {
-        "between": "runtime",
-        "metrics": [
-            "e2e_row_ms",
-            "gen_slowdown",
-            "score_slowdown",
-            "gen_tokens_per_s_together",
-            "e2e_rows_per_s",
-            "colocation_gain",
-        ],
-        "report_only": [
-            "gen_slowdown",
-            "score_slowdown",
-            "gen_tokens_per_s_together",
-            "e2e_rows_per_s",
-            "colocation_gain",
-        ],
-    },
-    # Steps from eager to ONNX Runtime and past fp32: each runtime x variant is one step
-    # (e.g. "ort_python graph=basic"), compared with every other step of the same model.
-    "decomposition": {
-        "between": "step",
-        "within": ["model", "device", "set"],
-        "metrics": ["p50_ms", "p95_ms", "gflops"],
-        "report_only": ["gflops"],
-    },
-}
 GROUP_KEYS = ["model", "device", "set", "variant", "runtime"]
 
 
@@ -259,7 +193,6 @@ def with_record_hosts(table: pd.DataFrame, records: list[dict], key: str = "mode
     return table.assign(host=[host_cell(hosts.get(k, ())) for k in table[key]])
 
 
-LANGUAGE_PAIR = ("native", "ort_python")  # candidate, baseline: the same engine from C++ and Python
 LANGUAGE_KEYS = ["model", "device", "set", "variant"]
 
 

@@ -30,9 +30,24 @@ from rmbench.precision import sweep_settings, timed_settings
 from rmbench.caveat import set_caveat
 from rmbench.provenance import set_onnxruntime_telemetry
 from rmbench.scheduling import one_pending_timer
-from rmbench.sequential import LOOK_PATH, cell_key
-from rmbench.runtimes import check_runtimes, check_variants, family_reason, runtime_class
-from rmbench.tables import LANGUAGE_PAIR, STUDIES, step_name
+from rmbench.sequential import LOOK_PATH, cell_key, counts_at_look
+from rmbench.runtimes import (
+    check_runtimes,
+    check_variants,
+    family_reason,
+    native_engine_needed,
+    runtime_class,
+)
+from rmbench.studies import (
+    LANGUAGE_PAIR,
+    STUDIES,
+    findings_tables as study_findings_tables,
+    operator_profile,
+    output_paths,
+    thread_probe,
+    torch_profile_runtimes,
+)
+from rmbench.tables import step_name
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 check_references(config)
@@ -122,87 +137,29 @@ def enabled_studies():
     return sorted({cell["study"] for cell in CELLS})
 
 
-def native_models():
-    """The models the native engine scores (a family it has no tokenizer for has none)."""
-    return sorted(
-        {
-            cell["model"]
-            for cell in CELLS
-            if cell["runtime"] == "native"
-            and family(model_cfg(cell["model"])["architecture"])["native_tokenizer"]
-        }
+def runs_native_engine(cell):
+    """Whether a cell's runtime runs the native engine (its declaration) on a family the engine
+    has a tokenizer for."""
+    options = study_runtime_options(cell["study"], cell["runtime"]) | parse_params(cell["params"])
+    return native_engine_needed(cell["runtime"], options) and bool(
+        family(model_cfg(cell["model"])["architecture"])["native_tokenizer"]
     )
 
 
+def native_models():
+    """The models the native engine scores (a family it has no tokenizer for has none)."""
+    return sorted({cell["model"] for cell in CELLS if runs_native_engine(cell)})
+
+
 def study_outputs():
-    outputs = []
-    for study in enabled_studies():
-        outputs += [f"paper/tables/{study}.tex", f"paper/tables/{study}.csv"]
-        outputs += sequential_table(study)
-    if "latency" in enabled_studies():
-        outputs.append("paper/figures/latency.pdf")
-        if {"native", "ort_python"} <= set(config["studies"]["latency"]["runtimes"]):
-            outputs.append("paper/tables/language.tex")
-        outputs += ["paper/tables/replication.tex", "paper/tables/best_runtime.tex"]
-        if "gemm" in enabled_studies():
-            outputs.append("paper/tables/roofline.tex")
-    if "batching" in enabled_studies():
-        outputs += ["paper/figures/batching.pdf", "paper/tables/batching_verdicts.csv"]
-        if batch_operator_inputs(None):
-            outputs.append("paper/tables/batch_operators.tex")
-        if torch_batch_operator_inputs(None):
-            outputs.append("paper/tables/torch_batch_operators.tex")
-        if batch_thread_inputs(None):
-            outputs.append("paper/tables/batch_threads.tex")
-    if "concurrency" in enabled_studies():
-        outputs += ["paper/figures/concurrency.pdf", "paper/tables/concurrency_verdicts.csv"]
-    if "decomposition" in enabled_studies():
-        outputs += [
-            "paper/tables/decomposition_gap.tex",
-            "paper/tables/fidelity.tex",
-            "paper/tables/ort_operators.tex",
-            "paper/figures/decomposition_gap.pdf",
-        ]
-    if config["quantization_sweep"]["models"] and SWEEP_SETTINGS:
-        outputs.append("paper/tables/int8_sweep.tex")
-    return outputs
+    """The enabled studies' tables and figures (rmbench.studies), and their sequential tables."""
+    outputs = output_paths(config, set(enabled_studies()))
+    return outputs + [path for study in enabled_studies() for path in sequential_table(study)]
 
 
 def findings_tables(wildcards):
     """The tables whose verdicts paper/tables/findings.md words, for the studies that run."""
-    outputs = study_outputs()
-    names = [
-        "latency",
-        "best_runtime",
-        "language",
-        "replication",
-        "compile",
-        "tokenizer",
-        "zerocopy",
-        "colocation",
-    ]
-    tables = [f"paper/tables/{n}.csv" for n in names if f"paper/tables/{n}.tex" in outputs]
-    return tables + [
-        f"paper/tables/{n}_verdicts.csv"
-        for n in ("batching", "concurrency")
-        if f"paper/tables/{n}_verdicts.csv" in outputs
-    ]
-
-
-# The tables and figures only the extended tier makes: the studies past the paper.
-EXTENDED_OUTPUTS = (
-    "colocation",
-    "load",
-    "decomposition",
-    "gemm",
-    "roofline",
-    "int8_sweep",
-    "batch_operators",
-    "torch_batch_operators",
-    "batch_threads",
-    "fidelity",
-    "ort_operators",
-)
+    return study_findings_tables(config, set(enabled_studies()))
 
 
 def extended_outputs(wildcards):
@@ -213,9 +170,7 @@ def extended_outputs(wildcards):
             "`extended` needs the extended tier's config: snakemake --workflow-profile "
             "workflow/profiles/extended --cores 1 extended (its `all` runs both tiers)"
         )
-    return [
-        path for path in study_outputs() if Path(path).stem.removesuffix("_gap") in EXTENDED_OUTPUTS
-    ]
+    return output_paths(config, set(enabled_studies()), extended_only=True)
 
 
 def gated_params(params):
@@ -254,36 +209,34 @@ def decomposition_inputs(wildcards):
     return inputs
 
 
+def configured(what, present):
+    """Stops a run that asks for a probe's table where the config has no such probe."""
+    if not present:
+        raise WorkflowError(f"this config has no {what} on the CPU (see the extended profile)")
+
+
 def batch_operator_inputs(wildcards):
-    """ORT's operator profiles per model of the batching study, rows alone and batched (on the CPU,
-    where `operator_profile` is configured); none otherwise."""
-    study = study_config("batching")
-    profile = study.get("operator_profile", {})
-    if not profile.get("batch") or "cpu" not in study.get("devices", []):
-        return {}
+    """ORT's operator profiles per model of the batching study, rows alone and batched."""
+    profile = operator_profile(config)
+    configured("studies.batching.operator_profile", profile)
     return {
         "profiles": expand(
             "results/batching/operators/{model}/{optimizer}.json",
-            model=study["models"],
+            model=study_config("batching")["models"],
             optimizer=profile["optimizers"],
         )
     }
 
 
 def torch_batch_operator_inputs(wildcards):
-    """torch.profiler's operator profiles per model and PyTorch runtime of the batching study, rows
-    alone and batched (on the CPU, where `operator_profile` names `torch_runtimes` the study
-    runs); none otherwise."""
-    study = study_config("batching")
-    profile = study.get("operator_profile", {})
-    runtimes = [r for r in profile.get("torch_runtimes", []) if r in study.get("runtimes", {})]
-    if not profile.get("batch") or not runtimes or "cpu" not in study.get("devices", []):
-        return {}
+    """torch.profiler's operator profiles per model and PyTorch runtime of the batching study,
+    rows alone and batched."""
+    configured("studies.batching.operator_profile.torch_runtimes", torch_profile_runtimes(config))
     return {
         "profiles": expand(
             "results/batching/torch_operators/{model}/{runtime}.json",
-            model=study["models"],
-            runtime=runtimes,
+            model=study_config("batching")["models"],
+            runtime=torch_profile_runtimes(config),
         )
     }
 
@@ -294,12 +247,13 @@ def study_runtime_options(study, runtime):
 
 
 def batch_thread_inputs(wildcards):
-    """The thread probe per model of the batching study (on the CPU, where `thread_probe` is
-    configured); none otherwise."""
-    study = study_config("batching")
-    if not study.get("thread_probe") or "cpu" not in study.get("devices", []):
-        return {}
-    return {"probes": expand("results/batching/threads/{model}.json", model=study["models"])}
+    """The thread probe per model of the batching study."""
+    configured("studies.batching.thread_probe", thread_probe(config))
+    return {
+        "probes": expand(
+            "results/batching/threads/{model}.json", model=study_config("batching")["models"]
+        )
+    }
 
 
 def figure_studies():
@@ -413,8 +367,11 @@ def scoring_inputs(wildcards):
 
 
 def native_inputs(wildcards):
-    """The native engine and its parity gate, for the native runtime's jobs."""
-    if wildcards.runtime != "native" or unsupported_reason(wildcards):
+    """The native engine and its parity gate, for the jobs of a runtime that runs it."""
+    # a fidelity gate's runtime is a decomposition step
+    study = wildcards.get("study", "decomposition")
+    options = study_runtime_options(study, wildcards.runtime) | parse_params(wildcards.params)
+    if not native_engine_needed(wildcards.runtime, options) or unsupported_reason(wildcards):
         return {}
     return {
         "binary": "results/native/bin/rmscore",
@@ -557,16 +514,15 @@ def look_decision_file(block, look):
         return json.load(f)
 
 
+def block_limits(block):
+    """Each cell of a sequential block by key: (its minimum launches, its cap)."""
+    return {key: (c["minimum"], c["cap"]) for key, c in SEQUENTIAL_BLOCKS[block].items()}
+
+
 def launch_counts(block, look):
-    """Each cell's launches at a look: its minimum, plus `step` for each earlier look that
-    left one of its comparisons undecided (up to its cap)."""
-    cells = SEQUENTIAL_BLOCKS[block]
-    step = config["launch"]["sequential"]["step"]
-    counts = {key: cell["minimum"] for key, cell in cells.items()}
-    for earlier in range(1, look):
-        for key in look_decision_file(block, earlier)["extend"]:
-            counts[key] = min(cells[key]["cap"], counts[key] + step)
-    return counts
+    """Each cell's launches at a look, from the earlier looks' decisions."""
+    extended = [look_decision_file(block, earlier)["extend"] for earlier in range(1, look)]
+    return counts_at_look(block_limits(block), config["launch"]["sequential"]["step"], extended)
 
 
 def final_look(block):
@@ -596,7 +552,7 @@ def look_settings(wildcards):
     block = tuple(wildcards[k] for k in ("study", "model", "device", "set"))
     return {
         "baseline": study_baseline(wildcards.study),
-        "limits": {k: [c["minimum"], c["cap"]] for k, c in SEQUENTIAL_BLOCKS[block].items()},
+        "limits": {k: list(limits) for k, limits in block_limits(block).items()},
         "margin": config["stats"]["equivalence_margin"],
     } | config["launch"]["sequential"]
 
@@ -642,6 +598,9 @@ def study_cells(wildcards):
     return study_launches(wildcards.study)
 
 
+LAUNCH_RUNTIMES = {cell["path"]: cell["runtime"] for cell in ALL_LAUNCHES}
+
+
 def language_cells(wildcards):
     """The latency launches of the language table's two runtimes (their per-row latencies)."""
-    return [path for path in study_launches("latency") if path.split("/")[5] in LANGUAGE_PAIR]
+    return [path for path in study_launches("latency") if LAUNCH_RUNTIMES[path] in LANGUAGE_PAIR]

@@ -4,7 +4,8 @@ import _bootstrap  # noqa: F401  (makes rmbench importable)
 import pandas as pd
 from rmbench.glue import logged, read_table
 from rmbench.stats import Checks, compare_latency, summarize
-from rmbench.tables import STUDIES, compared_metrics, group_keys
+from rmbench.studies import STUDIES
+from rmbench.tables import compared_metrics, group_keys
 
 with logged(snakemake.log[0]):
     study = snakemake.wildcards.study

@@ -30,6 +30,13 @@ def runtime_class(name: str) -> type[Runtime]:
     return getattr(importlib.import_module(module), cls)
 
 
+def native_engine_needed(runtime: str, options: dict) -> bool:
+    """Whether a cell of `runtime` runs the native engine: the runtime's declaration. The tokenizer
+    and GEMM studies' cells name tokenizers and libraries; the native engine's own tokenizer is
+    the runtime's namesake."""
+    return runtime in RUNTIMES and runtime_class(runtime).native_engine_needed(options)
+
+
 def runtimes_of(study: str) -> list[str]:
     """The registered runtimes that may join `study`."""
     return [name for name in RUNTIMES if study in runtime_class(name).studies]

@@ -39,6 +39,8 @@ class Runtime(ABC):
     # Its launches load the exported ONNX file (rules add the file and its parity gate as inputs).
     needs_onnx: bool = False
     uses_torch: bool = True  # False: its launches load transformers without PyTorch (faster start)
+    # Its launches run the native engine (rules add the build and the engine's parity gate).
+    uses_native_engine: bool = False
     # Its settings a cell may give (as a variant or an option): name -> (allowed values, default).
     # `padding_side` declared: where the model's family pads (rmbench.families); left or right
     # overrides it (the batching study runs both on a decoder).
@@ -123,6 +125,12 @@ class Runtime(ABC):
     def needs_torch(cls, options: dict) -> bool:
         """Whether a launch with these options runs PyTorch (here or in a process it starts)."""
         return cls.uses_torch
+
+    @classmethod
+    def native_engine_needed(cls, options: dict) -> bool:
+        """Whether a launch with these options runs the native engine (here or in a process it
+        starts)."""
+        return cls.uses_native_engine
 
     @classmethod
     @abstractmethod

@@ -51,6 +51,12 @@ class FastAPIRuntime(Runtime):
         return runtime_class(options.get("wraps", cls.wraps)).onnx_needed({})
 
     @classmethod
+    def native_engine_needed(cls, options: dict) -> bool:
+        from . import runtime_class
+
+        return runtime_class(options.get("wraps", cls.wraps)).native_engine_needed({})
+
+    @classmethod
     def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:
         from . import runtime_class
 
@@ -139,9 +145,18 @@ class FastAPIRuntime(Runtime):
             time.sleep(0.2)
         raise ServiceError(f"service not healthy after {STARTUP_TIMEOUT_S:g} s")
 
+    @staticmethod
+    def dialogue(prompt: str, response: str) -> str:
+        """A pair as one dialogue, as OpenRLHF sends it to /get_reward (the server splits it)."""
+        return f"{prompt} {response}"
+
+    def server_stats(self) -> dict:
+        """The service's own counters (/stats), named server_<counter> in the launch's record."""
+        return {f"server_{k}": v for k, v in self.client.get("/stats").json().items()}
+
     def score(self, pairs):
         if self.endpoint == "get_reward":  # as OpenRLHF's remote reward model client calls it
-            body = {"query": [f"{p} {r}" for p, r in pairs]}
+            body = {"query": [self.dialogue(p, r) for p, r in pairs]}
         else:
             body = {"pairs": [{"prompt": p, "response": r} for p, r in pairs]}
         response = self.client.post(f"/{self.endpoint}", json=body)
@@ -171,12 +186,8 @@ class FastAPIRuntime(Runtime):
                 f"{self.name} is one service that every client shares; mode '{mode}' does not apply"
             )
         measured = run_threads([self] * clients, pairs, warmup_rows)
-        stats = self.client.get("/stats").json()
-        return (
-            measured
-            | {"engines": 1, "threads_per_engine": self.threads, "threads_total": self.threads}
-            | {f"server_{k}": v for k, v in stats.items()}
-        )
+        engines = {"engines": 1, "threads_per_engine": self.threads, "threads_total": self.threads}
+        return measured | engines | self.server_stats()
 
     def time_load(self, pairs, clients: int, requests: int, malformed_share: float) -> dict:
         """A trainer's load (rmbench.load): `clients` OpenRLHF-style clients send `requests`
@@ -185,7 +196,7 @@ class FastAPIRuntime(Runtime):
         directly); `reward_spread` is the largest gap between one row's rewards."""
         from ..load import run_load
 
-        queries = [f"{p} {r}" for p, r in pairs]
+        queries = [self.dialogue(p, r) for p, r in pairs]
         url = f"http://{self.host}:{self.port}/get_reward"
         result = run_load(url, queries, clients, requests, malformed_share)
         per_row: list[list[float]] = [[] for _ in pairs]
@@ -194,16 +205,8 @@ class FastAPIRuntime(Runtime):
                 per_row[i % len(pairs)].append(reward)
         scores = [rewards[0] if rewards else self.score([pair])[0] for rewards, pair in zip(per_row, pairs)]
         spread = max((max(r) - min(r) for r in per_row if r), default=0.0)
-        stats = self.client.get("/stats").json()
-        return (
-            result
-            | {
-                "scores": scores,
-                "reward_spread": spread,
-                "row_ms": result["wall_s"] * 1e3 / result["reward"] if result["reward"] else float("nan"),
-            }
-            | {f"server_{k}": v for k, v in stats.items()}
-        )
+        row_ms = result["wall_s"] * 1e3 / result["reward"] if result["reward"] else float("nan")
+        return result | {"scores": scores, "reward_spread": spread, "row_ms": row_ms} | self.server_stats()
 
     def close(self) -> None:
         client = getattr(self, "client", None)

@@ -37,6 +37,7 @@ class NativeRuntime(Runtime):
     studies = ("latency", "batching", "concurrency", "decomposition", "zerocopy", "colocation")
     needs_onnx = True
     uses_torch = False
+    uses_native_engine = True
     settings = Runtime.settings | ONNX_FILE_SETTINGS
 
     @classmethod

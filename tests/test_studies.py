@@ -1,0 +1,91 @@
+"""What each tier's config writes, from the study registry (rmbench.studies), without Snakemake."""
+
+from rmbench.cells import cell_table
+from rmbench.sequential import counts_at_look
+from rmbench.studies import findings_tables, output_paths
+from test_cells import tier_config
+
+
+def enabled(config: dict) -> set[str]:
+    return {cell["study"] for cell in cell_table(config) if cell["launch"] <= cell["minimum"]}
+
+
+def test_the_paper_tier_writes_each_studys_table_and_the_latency_studys_derived_tables():
+    config = tier_config(extended=False)
+    studies = enabled(config)
+    assert studies == {"latency", "tokenizer", "zerocopy", "compile", "batching", "concurrency"}
+    paths = output_paths(config, studies)
+    for study in studies:
+        assert {f"paper/tables/{study}.tex", f"paper/tables/{study}.csv"} <= set(paths)
+    assert {
+        "paper/tables/language.tex",
+        "paper/tables/replication.tex",
+        "paper/tables/best_runtime.tex",
+        "paper/figures/latency.pdf",
+        "paper/figures/batching.pdf",
+        "paper/tables/batching_verdicts.csv",
+        "paper/figures/concurrency.pdf",
+    } <= set(paths)
+    assert output_paths(config, studies, extended_only=True) == []
+    assert len(paths) == len(set(paths))
+
+
+def test_the_extended_tier_adds_its_own_studies_and_probes():
+    config = tier_config(extended=True)
+    studies = enabled(config)
+    own = output_paths(config, studies, extended_only=True)
+    assert set(own) == {
+        *(
+            f"paper/tables/{s}.{ext}"
+            for s in ("colocation", "load", "decomposition", "gemm")
+            for ext in ("tex", "csv")
+        ),
+        "paper/tables/roofline.tex",
+        "paper/tables/batch_operators.tex",
+        "paper/tables/torch_batch_operators.tex",
+        "paper/tables/batch_threads.tex",
+        "paper/tables/decomposition_gap.tex",
+        "paper/tables/fidelity.tex",
+        "paper/tables/ort_operators.tex",
+        "paper/figures/decomposition_gap.pdf",
+        "paper/tables/int8_sweep.tex",
+    }
+    assert set(own) < set(output_paths(config, studies))
+
+
+def test_a_probe_left_out_of_the_config_writes_no_table():
+    config = tier_config(extended=True)
+    del config["studies"]["batching"]["thread_probe"]
+    config["studies"]["batching"]["operator_profile"]["torch_runtimes"] = ["nope"]
+    config["quantization_sweep"]["models"] = []
+    paths = output_paths(config, enabled(config))
+    assert "paper/tables/batch_operators.tex" in paths
+    assert not {"paper/tables/batch_threads.tex", "paper/tables/torch_batch_operators.tex"} & set(paths)
+    assert "paper/tables/int8_sweep.tex" not in paths
+
+
+def test_the_findings_page_reads_the_verdict_tables_of_the_studies_that_run():
+    config = tier_config(extended=False)
+    assert sorted(findings_tables(config, enabled(config))) == [
+        f"paper/tables/{name}.csv"
+        for name in (
+            "batching_verdicts",
+            "best_runtime",
+            "compile",
+            "concurrency_verdicts",
+            "language",
+            "latency",
+            "replication",
+            "tokenizer",
+            "zerocopy",
+        )
+    ]
+    del config["studies"]["latency"]["runtimes"]["ort_python"]
+    assert "paper/tables/language.csv" not in findings_tables(config, enabled(config))
+
+
+def test_a_looks_launch_counts_grow_by_step_for_each_look_that_extended_them_up_to_the_cap():
+    limits = {"a": (3, 9), "b": (3, 5), "c": (2, 2)}
+    assert counts_at_look(limits, 3, []) == {"a": 3, "b": 3, "c": 2}
+    assert counts_at_look(limits, 3, [["a", "b"]]) == {"a": 6, "b": 5, "c": 2}
+    assert counts_at_look(limits, 3, [["a", "b"], ["a", "b", "c"], ["a"]]) == {"a": 9, "b": 5, "c": 2}
