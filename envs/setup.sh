@@ -7,15 +7,19 @@
 #                               (envs/requirements-gpu.txt), on a machine with an NVIDIA GPU
 #   bash envs/setup.sh --paper  also Debian's TeX packages, so `snakemake --cores 1 paper`
 #                               writes paper/main.pdf
+#   bash envs/setup.sh --slurm  also Debian's SLURM, munge and MariaDB: the tests run part of the
+#                               pipeline through a one-node cluster (envs/slurm-cluster.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gpu=0
 paper=0
+slurm=0
 for arg in "$@"; do
     case "$arg" in
         --gpu) gpu=1 ;;
         --paper) paper=1 ;;
-        *) echo "setup: unknown option $arg (use --gpu for the CUDA builds, --paper for TeX)" >&2; exit 2 ;;
+        --slurm) slurm=1 ;;
+        *) echo "setup: unknown option $arg (--gpu: the CUDA builds, --paper: TeX, --slurm: a test cluster)" >&2; exit 2 ;;
     esac
 done
 
@@ -30,6 +34,9 @@ fi
 debian_packages=(cmake g++ make pkg-config libsentencepiece-dev libutf8proc-dev nlohmann-json3-dev)
 if [ "$paper" -eq 1 ]; then
     debian_packages+=(latexmk texlive-latex-recommended texlive-fonts-recommended)
+fi
+if [ "$slurm" -eq 1 ]; then
+    debian_packages+=(slurm-wlm slurmdbd munge mariadb-server mariadb-client)
 fi
 missing=()
 for package in "${debian_packages[@]}"; do

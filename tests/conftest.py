@@ -1,4 +1,5 @@
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,38 @@ ADVERSARIAL = [
     ),
     ("the the the The THE the. the, (the) the", "  the  the\u00a0the \u200bthe the\u200b the"),
 ]
+
+
+COPY_IGNORE = shutil.ignore_patterns(
+    ".git", ".venv", ".snakemake", "results", "__pycache__", ".pytest_cache", "tables", "figures", "build"
+)
+
+
+def snakemake(workdir, *args, cores: int | None = 2, profile: str = "smoke", timeout: float = 3600):
+    """Snakemake in `workdir` with a profile (the smoke one by default), as a user runs it."""
+    cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", f"workflow/profiles/{profile}"]
+    cmd += ["--cores", str(cores), *args] if cores else list(args)
+    # As a user's shell has it: without the telemetry switch conftest sets for the tests'
+    # processes, so that the launch records show what the workflow itself set.
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    return subprocess.run(
+        cmd, cwd=workdir, env=env, capture_output=True, text=True, check=False, timeout=timeout
+    )
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """The smoke profile's `all` on a fresh copy of the repository (test_pipeline checks it; the
+    SLURM test compares its own tables with it)."""
+    # A developer iterating on these checks may point them at a finished smoke run of the current
+    # tree instead of making a new one (CI never sets it).
+    if os.environ.get("RMBENCH_SMOKE_DIR"):
+        return Path(os.environ["RMBENCH_SMOKE_DIR"])
+    workdir = tmp_path_factory.mktemp("smoke") / "rmbench"
+    shutil.copytree(ROOT, workdir, ignore=COPY_IGNORE)
+    run = snakemake(workdir, "all")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return workdir
 
 
 def tie_pairs(count: int = 300, seed: int = 37) -> list[tuple[str, str]]:

@@ -4,6 +4,7 @@ import math
 
 import pandas as pd
 import pytest
+from rmbench.findings import replication_lines
 from rmbench.flops import encoder_flops, relative_projection_flops, weight_gemm_flops
 from rmbench.replication import replication_table
 from rmbench.roofline import ceilings, roofline_table
@@ -80,12 +81,40 @@ def test_a_flipped_verdict_is_flagged_with_who_disagreed():
     )
     table = replication_table(comparisons, "main60").set_index(["model", "candidate"])
     deberta = table.loc[("deberta", "native")]
-    assert deberta["reproduced"] == "no" and deberta["disagreeing"] == "set150"
+    assert deberta["reproduced"] == "not confirmed" and deberta["disagreeing"] == "set150"
     assert "set150: not distinguishable (1.10x, 5+3 launches)" in deberta["replications"]
     electra = table.loc[("electra", "native")]
     assert electra["reproduced"] == "yes" and electra["checked_on"] == 2  # rep60a and deberta
     assert table.loc[("electra", "ort_python")]["reproduced"] == "not checked"
     assert "host" in table and not table["across_hosts"].any()  # no host recorded: none to compare
+
+
+def test_a_replication_in_the_opposite_direction_contradicts_and_a_missed_difference_does_not():
+    from rmbench.replication import replication_outcome
+
+    assert replication_outcome("faster", ["faster", "faster"]) == "yes"
+    assert replication_outcome("faster", ["faster", "not distinguishable"]) == "not confirmed"
+    assert replication_outcome("not distinguishable", ["slower"]) == "not confirmed"
+    assert replication_outcome("faster", ["not distinguishable", "slower"]) == "no"
+    assert replication_outcome("slower", []) == "not checked"
+    table = replication_table(
+        pd.DataFrame(
+            [
+                comparison("deberta", "main60", "faster"),
+                comparison("deberta", "rep60a", "slower", 0.9),
+                comparison("electra", "main60", "faster"),
+            ]
+        ),
+        "main60",
+    ).set_index("model")
+    assert table.loc["deberta", "reproduced"] == "no" and table.loc["deberta", "disagreeing"] == "rep60a"
+    lines = replication_lines(table.reset_index(), "hf_eager")
+    assert lines[0].startswith(
+        "- 1 of 2 verdicts against hf_eager reproduced, 0 not confirmed, 1 contradicted"
+    )
+    assert lines[1].startswith(
+        "- contradicted: deberta p50_ms native vs hf_eager (faster on the headline set"
+    )
 
 
 def test_a_verdict_checked_on_another_kind_of_host_says_so():
@@ -259,7 +288,8 @@ def test_study_tables_mark_a_verdict_that_did_not_reproduce():
     comparisons = compare_latency(launches, keys, "variant", "row_ms")
     table = study_table(summary, comparisons, "batching", "batching~none+batch~1", "main60")
     naive = table[(table.set == "main60") & (table.variant == "batching~naive+batch~8")].iloc[0]
-    assert naive["verdict"] == "slower" and naive["reproduced"] == "no" and naive["disagreeing"] == "set150"
+    assert naive["verdict"] == "slower" and naive["reproduced"] == "not confirmed"
+    assert naive["disagreeing"] == "set150"
     assert table[table.set == "set150"]["reproduced"].isna().all()  # flags belong to the headline set
     latex = study_latex(table, "batching", "batching~none+batch~1", "Batching.", "tab:batching")
     assert r"slower$^\ddagger$" in latex and "not reproduced" in latex

@@ -2,47 +2,16 @@
 
 import itertools
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT
+from conftest import snakemake
 from rmbench.operators import MATRIX_OPS, SESSION_RUN, WHOLE_CALL
 from rmbench.paper import quoted_keys, text_files
-
-COPY_IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", ".snakemake", "results", "__pycache__", ".pytest_cache", "tables", "figures", "build"
-)
-
-
-def snakemake(workdir, *args, cores: int | None = 2):
-    cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", "workflow/profiles/smoke"]
-    cmd += ["--cores", str(cores), *args] if cores else list(args)
-    # As a user's shell has it: without the telemetry switch conftest sets for the tests'
-    # processes, so that the launch records show what the workflow itself set.
-    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
-    return subprocess.run(
-        cmd, cwd=workdir, env=env, capture_output=True, text=True, check=False, timeout=3600
-    )
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    # A developer iterating on these checks may point them at a finished smoke run of the current
-    # tree instead of making a new one (CI never sets it).
-    if os.environ.get("RMBENCH_SMOKE_DIR"):
-        return Path(os.environ["RMBENCH_SMOKE_DIR"])
-    workdir = tmp_path_factory.mktemp("smoke") / "rmbench"
-    shutil.copytree(ROOT, workdir, ignore=COPY_IGNORE)
-    run = snakemake(workdir, "all")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    return workdir
 
 
 def test_latency_table_has_real_numbers(smoke_run):
@@ -317,7 +286,11 @@ def test_every_study_has_its_table(smoke_run):
     assert (smoke_run / "paper/figures/concurrency.pdf").stat().st_size > 1000
     replication = pd.read_csv(smoke_run / "paper/tables/replication.csv")
     native = replication[(replication.candidate == "native") & (replication.baseline == "hf_eager")]
-    assert len(native) == 6 and set(native.reproduced) <= {"yes", "no"}  # 3 models x 2 metrics
+    assert len(native) == 6 and set(native.reproduced) <= {
+        "yes",
+        "not confirmed",
+        "no",
+    }  # 3 models x 2 metrics
 
 
 def test_decomposition_steps_and_the_fidelity_gate(smoke_run):

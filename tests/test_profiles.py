@@ -7,8 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
-from test_pipeline import COPY_IGNORE
+from conftest import COPY_IGNORE, ROOT
 
 GPU_CELL = "results/cells/latency/deberta/cuda/native/set~main60/launch~1.json"
 CPU_CELL = "results/cells/latency/deberta/cpu/native/set~main60/launch~1.json"

@@ -11,6 +11,7 @@ import math
 import pandas as pd
 
 from .caveat import caveat
+from .replication import OUTCOMES
 from .stats import intervals_wording
 from .tables import paired_text, variant_label
 
@@ -96,16 +97,20 @@ def language_lines(table: pd.DataFrame) -> list[str]:
 
 def replication_lines(table: pd.DataFrame, baseline: str) -> list[str]:
     """The verdicts against the baseline, checked on the other sets and the other model."""
-    checked = table[table["reproduced"].isin(["yes", "no"]) & (table["baseline"] == baseline)]
-    flipped = checked[checked["reproduced"] == "no"]
-    reproduced = f"{len(checked) - len(flipped)} of {len(checked)} verdicts against {baseline} reproduced"
-    lines = [f"- {reproduced} (each set's verdict by the overlap rule)"]
-    lines += [
-        f"- not reproduced: {r.model} {r.metric} {r.candidate} vs {r.baseline} ({r.verdict} on the "
-        f"headline set; {r.disagreeing} disagreed)"
-        for r in flipped.itertuples()
+    checked = table[table["reproduced"].isin(OUTCOMES) & (table["baseline"] == baseline)]
+    counts = checked["reproduced"].value_counts()
+    summary = (
+        f"{counts.get('yes', 0)} of {len(checked)} verdicts against {baseline} reproduced, "
+        f"{counts.get('not confirmed', 0)} not confirmed, {counts.get('no', 0)} contradicted "
+        "(each set's verdict by the overlap rule)"
+    )
+    words = {"no": "contradicted", "not confirmed": "not confirmed"}
+    return [f"- {summary}"] + [
+        f"- {words[r.reproduced]}: {r.model} {r.metric} {r.candidate} vs {r.baseline} ({r.verdict} "
+        f"on the headline set; {r.disagreeing} differed)"
+        for r in checked.itertuples()
+        if r.reproduced in words
     ]
-    return lines
 
 
 def statement_lines(verdicts: pd.DataFrame, headline_set: str) -> list[str]:

@@ -188,7 +188,7 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
             elif isinstance(point, float) and not math.isnan(point):
                 cons = r["speedup_conservative"]
                 cells.append(f"{point:.2f} ({cons:.2f})" if not math.isnan(cons) else f"{point:.2f}")
-                flipped = r.get("reproduced") == "no"
+                flipped = r.get("reproduced") in ("no", "not confirmed")
                 look = r.get("verdict_look")
                 look = f" (look {look})" if isinstance(look, str) and look else ""
                 cells.append(latex_escape(r["verdict"] + look) + (r"$^\ddagger$" if flipped else ""))
@@ -207,10 +207,11 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
             rf"{100 * alpha:g}\% of the time. 95\% CIs: the paper's rule at the last look, apart "
             r"or overlapping; after looks that may stop early it has no stated error rate."
         )
-    if "reproduced" in table and (table["reproduced"] == "no").any():
+    if "reproduced" in table and table["reproduced"].isin(["no", "not confirmed"]).any():
         caption += (
             r" $^\ddagger$: not reproduced: the same comparison gave another verdict on a replication "
-            r"set or the other model (the CSV names which, with launch counts)."
+            r"set or the other model, the opposite direction (CSV: no) or another one (CSV: not "
+            r"confirmed); the CSV names which, with launch counts."
         )
     if "warning" in table and table["warning"].astype(object).fillna("").ne("").any():
         caption += (
@@ -604,7 +605,9 @@ def replication_latex(table: pd.DataFrame, baseline: str, headline_set: str) -> 
     caption = (
         f"Replication of the latency verdicts against {baseline} on "
         f"{headline_set}: the same comparison on every replication set and on the other "
-        "model. A verdict that flips there is marked as not reproduced, never dropped; the CSV lists "
+        "model. A verdict that differs there is marked, never dropped: contradicted (the opposite "
+        "direction) or not confirmed (another verdict, often a replication too short to show the "
+        "difference). The CSV lists "
         "every pair of runtimes and each replication's verdict and launch counts, and the hosts behind "
         "each check (across_hosts where they differ). Every verdict here, the headline set's too, is "
         "the paper's overlap rule (95\\% intervals apart) at the launches that ran: the replication "

@@ -1,8 +1,12 @@
 """Does each verdict of the headline set hold on the replication sets and the other model?
 
 A verdict (faster / slower / not distinguishable, by non-overlapping CIs) is reproduced when
-every replication set gives the same one; a conclusion that flips is kept, flagged and
-annotated with which set or model disagreed and the launch counts behind each verdict.
+every replication gives the same one. It is contradicted ("no") when one gives the opposite
+direction, and not confirmed when one differs otherwise: a difference on one side, "not
+distinguishable" on the other. Replications run few launches, so a difference they miss is more
+often a lack of power than a wrong claim; the two outcomes are kept apart for that reason. A
+conclusion that does not reproduce is kept, flagged and annotated with which set or model
+differed and the launch counts behind each verdict.
 """
 
 from __future__ import annotations
@@ -12,6 +16,19 @@ import pandas as pd
 from .provenance import host_cell, launch_hosts
 
 COMPARED = ["metric", "candidate", "baseline"]
+OPPOSITE = {"faster": "slower", "slower": "faster"}
+# What the replications of one verdict show, from the strongest disagreement down.
+OUTCOMES = ("no", "not confirmed", "yes")
+
+
+def replication_outcome(headline: str, replications: list[str]) -> str:
+    """yes: every replication gives the headline's verdict; no: one gives the opposite
+    direction; not confirmed: one differs otherwise."""
+    if not replications:
+        return "not checked"
+    if OPPOSITE.get(headline) in replications:
+        return "no"
+    return "yes" if set(replications) == {headline} else "not confirmed"
 
 
 def replication_table(
@@ -39,21 +56,20 @@ def replication_table(
             f"{s}: {r['verdict']} ({r['speedup']:.2f}x, {r['n_candidate']}+{r['n_baseline']} launches)"
             for s, r in others.iterrows()
         )
-        disagree = [s for s, r in others.iterrows() if r["verdict"] != headline["verdict"]]
         same_pair = comparisons[
             (comparisons["set"] == headline_set)
             & (comparisons["model"] != model)
             & (comparisons[KEYS] == pd.Series(dict(zip(KEYS, key)))).all(axis=1)
         ]
-        disagree += [
-            f"model {r['model']}" for _, r in same_pair.iterrows() if r["verdict"] != headline["verdict"]
-        ]
-        row["checked_on"] = len(others) + len(same_pair)
+        checks = {s: r["verdict"] for s, r in others.iterrows()}
+        checks |= {f"model {r['model']}": r["verdict"] for _, r in same_pair.iterrows()}
+        disagree = [name for name, verdict in checks.items() if verdict != headline["verdict"]]
+        row["checked_on"] = len(checks)
         # a verdict checked on another kind of machine tests the machine as well as the claim
         hosts = launch_hosts(pd.concat([group, same_pair]))
         row["host"] = host_cell(hosts)
         row["across_hosts"] = len(hosts) > 1
-        row["reproduced"] = "not checked" if row["checked_on"] == 0 else ("no" if disagree else "yes")
+        row["reproduced"] = replication_outcome(headline["verdict"], list(checks.values()))
         row["disagreeing"] = ", ".join(disagree)
         rows.append(row)
     return pd.DataFrame(rows)

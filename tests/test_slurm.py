@@ -1,0 +1,170 @@
+"""A slice of the smoke profile through a real one-node SLURM cluster (envs/slurm-cluster.sh),
+submitted with the slurm profile: every job an sbatch job, tracked by sacct."""
+
+import os
+import re
+import shutil
+import subprocess
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import COPY_IGNORE, ROOT, snakemake
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("sbatch") is None or os.geteuid() != 0,
+    reason="needs root and SLURM: bash envs/setup.sh --slurm",
+)
+
+# The slice: the latency study on ELECTRA, on the CPU, eager against native (one sequential block
+# and its looks), behind the parity gate and the native build. The data, tokenizers and models
+# come from the smoke run: the slice rebuilds what it measures with, not what it scores.
+SLICE = {
+    "studies": {
+        "latency": {
+            "models": ["electra"],
+            "devices": ["cpu"],
+            "runtimes": {
+                runtime: {"models": ["deberta"]}
+                for runtime in ("torch_compile", "fastapi", "openvino", "ort_python")
+            }
+            | {"native": {"variants": {"cpu": [{}]}}},
+            "replicate": {"runtimes": ["native"]},
+        }
+    }
+}
+REUSED = ["data", "tokenizers", "models", "onnx", "reference"]  # results/ of the smoke run
+TARGET = "paper/tables/latency.tex"
+# The site settings a user overrides on the command line (workflow/profiles/slurm): the test
+# cluster's account and partition, and 2 cores.
+SITE = [
+    "--default-resources", "slurm_account=rmbench", "slurm_partition=rmbench", "mem_mb=2000", "runtime=30",
+    "--set-threads", "cell=1", "native_build=2",
+    "--slurm-init-seconds-before-status-checks", "1",
+    "--jobs", "2",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    start = subprocess.run(
+        ["bash", "envs/slurm-cluster.sh", "start"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert start.returncode == 0, start.stderr
+    yield
+    subprocess.run(
+        ["bash", "envs/slurm-cluster.sh", "stop"], cwd=ROOT, capture_output=True, timeout=300, check=False
+    )
+
+
+def slurm(workdir, *args):
+    """The slice through the slurm profile, bounded: the executor ignores SIGTERM while it waits."""
+    configs = [
+        "workflow/profiles/extended/experiment.yaml",
+        "workflow/profiles/smoke/experiment.yaml",
+        "slice.yaml",
+    ]
+    return snakemake(
+        workdir, "--configfile", *configs, *SITE, *args, cores=None, profile="slurm", timeout=900
+    )
+
+
+def submitted(output: str) -> list[str]:
+    """The SLURM job ids the executor reported, in order."""
+    return re.findall(r"has been submitted with SLURM jobid (\d+)", output)
+
+
+def states(job_ids) -> dict[str, str]:
+    """sacct's final state of each job (its allocation, not its steps)."""
+    out = subprocess.run(
+        ["sacct", "-X", "-n", "-P", "-o", "JobID,State", "-j", ",".join(job_ids)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return dict(line.split("|", 1) for line in out.split())
+
+
+@pytest.fixture(scope="module")
+def slurm_run(cluster, smoke_run, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("slurm") / "rmbench"
+    shutil.copytree(ROOT, workdir, ignore=COPY_IGNORE)
+    for folder in REUSED:
+        shutil.copytree(smoke_run / "results" / folder, workdir / "results" / folder)
+    (workdir / "slice.yaml").write_text(yaml.safe_dump(SLICE))
+    run = slurm(workdir, TARGET)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    return workdir, run.stdout + run.stderr
+
+
+def test_every_job_of_the_slice_ran_through_sbatch_and_completed(slurm_run):
+    _, output = slurm_run
+    jobs = submitted(output)
+    rules = set(re.findall(r"^(?:rule|checkpoint) (\w+):", output, flags=re.MULTILINE))
+    assert {"native_build", "parity", "native_parity", "cell", "sequential_look", "study_table"} <= rules
+    assert len(jobs) >= 10, output[-3000:]
+    assert set(states(jobs).values()) == {"COMPLETED"}
+
+
+def test_the_tables_have_the_local_runs_structure_and_verdicts(slurm_run, smoke_run):
+    workdir, _ = slurm_run
+    remote = pd.read_csv(workdir / "paper/tables/latency.csv")
+    local = pd.read_csv(smoke_run / "paper/tables/latency.csv")
+    assert list(remote.columns) == list(local.columns)
+    keys = ["model", "device", "set", "runtime"]
+    shared = local.merge(remote[keys], on=keys)
+    assert set(remote["runtime"]) == {"hf_eager", "native"}
+    assert len(shared) == len(remote)  # every remote row is one the local run has
+    for column in ("verdict", "paper_verdict", "verdict_look"):
+        assert remote[column].notna().any() or local[column].isna().all(), column
+    allowed = set(local["verdict"].dropna()) | {
+        "faster",
+        "slower",
+        "tied",
+        "undecided at the cap",
+        "baseline",
+    }
+    assert set(remote["verdict"].dropna()) <= allowed
+    assert (workdir / "results/tables/latency/sequential.csv").exists()
+
+
+def test_a_job_that_fails_on_the_node_is_reported_with_its_log_and_reruns_by_name(slurm_run):
+    workdir, _ = slurm_run
+    binary = workdir / "results/native/bin/rmscore"
+    cell = "results/cells/latency/electra/cpu/native/set~main60/launch~1.json"
+    real = binary.with_name("rmscore.real")
+    shutil.copy2(binary, real)
+    binary.write_text("#!/bin/sh\necho 'engine crashed on purpose' >&2\nexit 70\n")
+    shutil.copystat(real, binary)  # the same time stamp: Snakemake sees no new input
+    try:
+        failed = slurm(workdir, cell, "--forcerun", cell)
+    finally:
+        os.replace(real, binary)
+    output = failed.stdout + failed.stderr
+    assert failed.returncode != 0
+    assert "engine crashed on purpose" in output  # the job's log, shown by the executor
+    assert re.search(r"SLURM-job '\d+' failed, SLURM status is: 'FAILED'", output), output[-3000:]
+    rerun = slurm(workdir, cell)
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    jobs = submitted(rerun.stdout + rerun.stderr)
+    assert len(jobs) == 1 and states(jobs) == {jobs[0]: "COMPLETED"}
+    assert (workdir / cell).exists()
+
+
+def test_the_cluster_script_refuses_without_its_tools(tmp_path):
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+    (tmp_path / "id").symlink_to(shutil.which("id"))
+    run = subprocess.run(
+        [shutil.which("bash"), "envs/slurm-cluster.sh", "start"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode != 0 and "bash envs/setup.sh --slurm" in run.stderr
