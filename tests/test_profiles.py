@@ -1,6 +1,7 @@
 """The scale-out profiles: a dry run with each shows the jobs a cluster would get, GPU resources
 included, without a cluster. The local default limits GPU jobs to one at a time."""
 
+import functools
 import re
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ def fresh_copy(tmp_path_factory):
     return workdir
 
 
+@functools.cache  # each dry run takes seconds: tests asking for the same one share it
 def dry_run_jobs(workdir, profile: str, targets=(GPU_CELL, CPU_CELL)) -> dict[str, dict]:
     """Output file -> {'rule': ..., 'resources': {...}} for every job of a dry run of the targets
     (by default two cells)."""
@@ -66,7 +68,7 @@ def test_every_job_of_the_default_dag_declares_standard_resources(fresh_copy):
 
 def test_a_relative_shift_cell_gets_its_own_export_behind_its_own_parity_gate(fresh_copy):
     cell = "results/cells/decomposition/deberta/cpu/native/set~main60+precision~fp32+optimizer~relative_shift/launch~1.json"
-    jobs = dry_run_jobs(fresh_copy, "extended", [cell])  # a study of the extended tier
+    jobs = dry_run_jobs(fresh_copy, "extended", (cell,))  # a study of the extended tier
     assert job_for(jobs, cell)["rule"] == "cell"
     assert job_for(jobs, "results/onnx/deberta/model.relshift.onnx")["rule"] == "export_onnx_relative_shift"
     assert job_for(jobs, "results/correctness/deberta.relshift.json")["rule"] == "parity_relative_shift"
@@ -76,7 +78,7 @@ def test_a_relative_shift_cell_gets_its_own_export_behind_its_own_parity_gate(fr
 def test_the_gpu_visit_target_needs_neither_onnxruntime_gpu_nor_the_native_build(fresh_copy):
     """What a GPU machine with PyTorch alone can run (envs/gpu-visit.sh): the GPU cells of the
     runtimes that score with PyTorch, and what they need, nothing native."""
-    jobs = dry_run_jobs(fresh_copy, "default", ["gpu_torch"])
+    jobs = dry_run_jobs(fresh_copy, "default", ("gpu_torch",))
     cells = {output: job for output, job in jobs.items() if "results/cells/" in output}
     runtimes = {output.split("/")[5] for output in cells}
     assert runtimes == {"hf_eager", "torch_compile", "fastapi"}
