@@ -50,7 +50,7 @@ def test_tokens_per_word_on_the_docs_within_15_percent_of_berts(deberta, bert):
 
 def test_tokens_per_word_on_englishs_frequency_list_within_15_percent_of_berts(deberta, bert):
     """Each of the list's words weighted by how often English uses it. Every tenth word past
-    rank 5000 never appears in the training text, so the list holds unseen words at about their
+    rank 5000 is left out of the English dialogues, so the list holds unseen words at about their
     rate in English."""
     listed = english_words(WORDS)
     words = [w for w, _ in listed]
