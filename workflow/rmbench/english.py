@@ -7,8 +7,8 @@ are drawn from wordfreq's English frequency list (PyPI, frequencies of the web, 
 and news), with the punctuation, capitals and lists that hh-rlhf's turns have and the
 generator's lack.
 
-Every tenth word of the list from rank HELD_OUT_FROM on never appears in that text. Those words
-test whether the tokenizer splits unseen English the way a real vocabulary does
+Every tenth word of the list from rank HELD_OUT_FROM on is left out of the English dialogues. Those
+words test whether the tokenizer splits unseen English as a real vocabulary does
 (tests/test_english.py); the most frequent words are all trained on, as in any English corpus.
 """
 
@@ -50,7 +50,7 @@ def held_out(rank: int) -> bool:
 
 
 def held_out_words(n_words: int) -> list[tuple[str, float]]:
-    """The words the training text never contains, with their frequencies."""
+    """The words left out of the English dialogues, with their frequencies."""
     return [w for rank, w in enumerate(english_words(n_words)) if held_out(rank)]
 
 
