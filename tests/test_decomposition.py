@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ROOT
-from rmbench.cells import check_references
+from rmbench.cells import check_references, step_name
 from rmbench.decomposition import POOLED_SET, fidelity_table, fp32_counterparts, gap_table
 from rmbench.errors import ModelSourceError, RmbenchError
 from rmbench.export import reference_scores
@@ -30,7 +30,7 @@ from rmbench.precision import (
     timed_settings,
 )
 from rmbench.runtimes import check_variants, runtime_class
-from rmbench.tables import launch_row, step_name
+from rmbench.tables import launch_row
 
 
 @pytest.fixture(scope="module")

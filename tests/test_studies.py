@@ -1,7 +1,14 @@
 """What each tier's config writes, from the study registry (rmbench.studies), without Snakemake."""
 
-from rmbench.cells import cell_table
-from rmbench.sequential import counts_at_look
+from rmbench.cells import (
+    cell_settings,
+    cell_table,
+    format_params,
+    gated_params,
+    headline_set,
+    study_baseline,
+)
+from rmbench.sequential import block_launch_paths, counts_at_look, sequential_blocks
 from rmbench.studies import findings_tables, output_paths
 from test_cells import tier_config
 
@@ -89,3 +96,45 @@ def test_a_looks_launch_counts_grow_by_step_for_each_look_that_extended_them_up_
     assert counts_at_look(limits, 3, []) == {"a": 3, "b": 3, "c": 2}
     assert counts_at_look(limits, 3, [["a", "b"]]) == {"a": 6, "b": 5, "c": 2}
     assert counts_at_look(limits, 3, [["a", "b"], ["a", "b", "c"], ["a"]]) == {"a": 9, "b": 5, "c": 2}
+
+
+def test_a_studys_baseline_is_its_configured_one_else_its_first_variant_or_step():
+    config = tier_config(extended=True)
+    assert study_baseline(config, "latency") == "hf_eager"
+    first = config["studies"]["batching"]["variants"][0]
+    assert study_baseline(config, "batching") == format_params(first)
+    assert study_baseline(config, "decomposition").split()[0] == next(
+        iter(config["studies"]["decomposition"]["runtimes"])
+    )
+    assert study_baseline(tier_config(extended=False), "decomposition") is None  # not in the tier
+    assert headline_set(config, "latency") == config["studies"]["latency"]["sets"][0]
+
+
+def test_the_sequential_blocks_are_those_with_a_cap_above_a_cells_minimum():
+    config = tier_config(extended=False)
+    launches = cell_table(config)
+    blocks = sequential_blocks(launches)
+    latency = ("latency", "deberta", "cpu", "main60")
+    assert latency in blocks and blocks[latency]["native/set~main60"] == (3, 9)
+    assert blocks[latency]["fastapi/set~main60"] == (3, 3)  # in the block, at its minimum
+    assert not any(block[2] == "cuda" for block in blocks)  # no GPU cap in the paper tier
+    # every launch path of a block's counts is one of the cell table's
+    paths = block_launch_paths(latency, {k: cap for k, (_, cap) in blocks[latency].items()})
+    assert set(paths) <= {cell["path"] for cell in launches}
+    assert len(paths) == sum(cap for _, cap in blocks[latency].values())
+
+
+def test_a_launchs_settings_carry_only_what_its_study_uses():
+    config = tier_config(extended=True)
+    cell = {"study": "latency", "model": "deberta", "device": "cpu", "runtime": "native"}
+    settings = cell_settings(config, cell | {"params": "set~main60"}, 2, None)
+    assert settings["threads"] == 2 and "generator" not in settings
+    assert settings["tolerance"] == config["parity"]["tolerance"]
+    assert settings["ceiling_probe"] is True
+    gpu = cell_settings(config, cell | {"device": "cuda", "params": "set~main60"}, 2, None)
+    assert gpu["tolerance"] == config["parity"]["gpu_tolerance"]
+    int8 = {"study": "decomposition", "model": "electra", "device": "cpu", "runtime": "ort_python"}
+    int8_settings = cell_settings(config, int8 | {"params": "set~main60+precision~int8"}, 2, "why")
+    assert int8_settings["tolerance"] == config["fidelity"]["launch_tolerance"]
+    assert int8_settings["unsupported"] == "why"
+    assert gated_params(config, "set~main60+precision~int8")[0] == "set~main60+precision~int8"

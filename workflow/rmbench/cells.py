@@ -27,6 +27,11 @@ def parse_params(text: str) -> dict:
     return params
 
 
+def step_name(runtime: str, params: dict) -> str:
+    """A runtime and its variant as one name: 'ort_python graph=basic' (the decomposition's steps)."""
+    return " ".join([runtime, *(f"{k}={v}" for k, v in params.items() if k != "set")])
+
+
 def study_groups(study: dict) -> list[tuple[str, list[str], list[str], list[str], dict, dict]]:
     """(runtime, models, sets, devices, launch counts, launch caps) for one study: every runtime on
     the study's sets and models (those of them it names, if it names some), then the
@@ -173,3 +178,79 @@ def check_references(config: dict) -> None:
                 f"studies.{study}.replicate.runtimes names {', '.join(sorted(unknown))}, which "
                 f"studies.{study}.runtimes does not configure"
             )
+
+
+# What a config asks of one study and one cell. Functions of the validated config alone, so that
+# the rules (workflow/rules/common.smk) and the tests ask the same questions.
+
+
+def study_config(config: dict, study: str) -> dict:
+    """A study's settings; {} where the config leaves it out (a study of the extended tier)."""
+    return config["studies"].get(study, {})
+
+
+def study_baseline(config: dict, study: str) -> str | None:
+    """What a study's speed-ups are against: its configured baseline, else its first runtime or
+    variant (a study compared between steps: its first runtime's first variant)."""
+    from .studies import STUDIES
+
+    cfg = study_config(config, study)
+    if not cfg:  # a study this config leaves out: no rule of it runs
+        return None
+    if STUDIES[study]["between"] == "variant":
+        return format_params(cfg["variants"][0])
+    if STUDIES[study]["between"] == "step":
+        runtime = next(iter(cfg["runtimes"]))
+        return step_name(runtime, runtime_variants(cfg, runtime, cfg["devices"][0])[0])
+    return cfg.get("baseline") or next(iter(cfg["runtimes"]))
+
+
+def headline_set(config: dict, study: str) -> str:
+    """The set a study's tables and paper numbers lead with: its first (else the config's first)."""
+    return study_config(config, study).get("sets", list(config["sets"]))[0]
+
+
+def runtime_options(config: dict, study: str, runtime: str, params: str = "") -> dict:
+    """A runtime's options in a study as the config gives them, with a cell's parameters (its
+    variant, e.g. optimizer~transformers) over them where given."""
+    options = study_config(config, study).get("runtimes", {}).get(runtime, {}).get("options", {})
+    return options | (parse_params(params) if params else {})
+
+
+def precision(params: str) -> str:
+    """A cell's numeric precision (fp32 unless its variant names another)."""
+    return parse_params(params).get("precision", "fp32")
+
+
+def gated_params(config: dict, params: str) -> list[str]:
+    """A reduced-precision cell's fidelity gates: on its own set, and untimed on each of
+    `fidelity.sets`."""
+    cell = parse_params(params)
+    extra = [s for s in config["fidelity"]["sets"] if s != cell["set"]]
+    return [params, *(format_params(cell | {"set": s}) for s in extra)]
+
+
+def cell_settings(config: dict, cell: dict, threads: int, unsupported: str | None) -> dict:
+    """What a launch needs besides its inputs; keys appear only where its study uses them.
+    `unsupported`: why its runtime cannot score its model's family (then it is recorded, untimed)."""
+    study = config["studies"][cell["study"]]
+    settings = {
+        "threads": threads,
+        "warmup_rows": config["launch"]["warmup_rows"],
+        "timeout_s": config["launch"]["timeout_s"],
+        "max_length": config["data"]["max_length"],
+        "tolerance": config["parity"]["gpu_tolerance" if cell["device"] == "cuda" else "tolerance"],
+        "repeat": study.get("repeat", 1),
+    }
+    if precision(cell["params"]) != "fp32":  # against its own gated scores (see rule fidelity)
+        settings["tolerance"] = config["fidelity"]["launch_tolerance"]
+    if options := study["runtimes"][cell["runtime"]].get("options"):
+        settings["options"] = options
+    for key in ("rows", "tokens", "ceiling_probe"):
+        if key in study:
+            settings[key] = study[key]
+    if cell["study"] == "colocation":  # the rollout generator runs beside the scorer
+        settings["generator"] = study["generator"] | {"model_dir": "results/generator"}
+    if unsupported:
+        settings["unsupported"] = unsupported
+    return settings

@@ -23,12 +23,11 @@ import re
 
 import pandas as pd
 
-from .cells import format_params, parse_params
+from .cells import format_params, parse_params, step_name
 from .export import GRAPH_LEVELS
 from .precision import gate_verdict, preference_fidelity
 from .provenance import cell_hosts, host_cell, host_label
 from .stats import agreement_interval, pairs_to_show
-from .tables import step_name
 
 # What each ONNX Runtime graph level adds to the one before (config steps are
 # "ort_python graph=<level>"; ORT-Python without a graph key runs at "all").

@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 from scipy.stats import norm
 
+from .cells import CELL_PATH, comparison_block
 from .stats import (
     equivalence_verdict,
     latency_verdict,
@@ -100,6 +101,32 @@ def decide(candidate: pd.Series, baseline: pd.Series, level: float, margin: floa
 def cell_key(cell: dict) -> str:
     """A cell of a block by name: runtime and parameters."""
     return f"{cell['runtime']}/{cell['params']}"
+
+
+def sequential_blocks(launches: list[dict]) -> dict[tuple, dict[str, tuple[int, int]]]:
+    """The blocks of a cell table (every launch up to each cap) with a cell whose cap is above its
+    minimum: {block: {cell key: (minimum, cap)}}, cells in the table's order."""
+    blocks: dict[tuple, dict[str, tuple[int, int]]] = {}
+    for cell in launches:
+        if cell["launch"] == 1:
+            limits = (cell["minimum"], cell["cap"])
+            blocks.setdefault(comparison_block(cell), {})[cell_key(cell)] = limits
+    return {
+        block: cells
+        for block, cells in blocks.items()
+        if any(cap > minimum for minimum, cap in cells.values())
+    }
+
+
+def block_launch_paths(block: tuple, counts: dict[str, int]) -> list[str]:
+    """The result paths of a block's first `counts[key]` launches of each cell."""
+    study, model, device, _ = block
+    paths = []
+    for key, count in counts.items():
+        runtime, params = key.split("/", 1)
+        cell = {"study": study, "model": model, "device": device, "runtime": runtime, "params": params}
+        paths += [CELL_PATH.format(**cell, launch=launch) for launch in range(1, count + 1)]
+    return paths
 
 
 def block_launches(paths: list[str | Path]) -> pd.DataFrame:

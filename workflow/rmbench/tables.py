@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .cells import parse_params
+from .cells import parse_params, step_name
 from .provenance import host_cell, host_label
 from .stats import CONFIDENCE, intervals_wording, per_row_difference, per_row_median
 from .studies import LANGUAGE_PAIR, STUDIES
@@ -30,11 +30,6 @@ def group_keys(study: str) -> list[str]:
     """What a study's comparisons stay within (every key but the compared one, unless it says)."""
     layout = STUDIES[study]
     return layout.get("within") or [k for k in GROUP_KEYS if k != layout["between"]]
-
-
-def step_name(runtime: str, params: dict) -> str:
-    """A runtime and its variant as one name: 'ort_python graph=basic' (the decomposition's steps)."""
-    return " ".join([runtime, *(f"{k}={v}" for k, v in params.items() if k != "set")])
 
 
 def cell_columns(study: str, runtime: str, params: dict) -> dict:

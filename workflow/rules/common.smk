@@ -14,15 +14,19 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from rmbench.cells import (
     CELL_PATH,
+    cell_settings as launch_settings,
     cell_table,
     check_references,
     comparison_block,
-    format_params,
+    headline_set as study_headline_set,
     launch_priorities,
-    parse_params,
-    runtime_variants,
+    runtime_options,
+    study_baseline as baseline_of,
+    study_config as config_of,
 )
+from rmbench import inputs
 from rmbench.families import check_models, family
+from rmbench.inputs import FIDELITY_PATH, FP32_SCORES_PATH, WARM_CACHE_PATH
 from rmbench.figures import FIGURES
 from rmbench.paper import text_files as paper_text_files
 from rmbench.onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS, onnx_file
@@ -30,24 +34,25 @@ from rmbench.precision import sweep_settings, timed_settings
 from rmbench.caveat import set_caveat
 from rmbench.provenance import set_onnxruntime_telemetry
 from rmbench.scheduling import one_pending_timer
-from rmbench.sequential import LOOK_PATH, cell_key, counts_at_look
+from rmbench.sequential import (
+    LOOK_PATH,
+    block_launch_paths,
+    counts_at_look,
+    sequential_blocks,
+)
 from rmbench.runtimes import (
     check_runtimes,
     check_variants,
-    family_reason,
-    native_engine_needed,
     runtime_class,
 )
 from rmbench.studies import (
     LANGUAGE_PAIR,
-    STUDIES,
     findings_tables as study_findings_tables,
     operator_profile,
     output_paths,
     thread_probe,
     torch_profile_runtimes,
 )
-from rmbench.tables import step_name
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 check_references(config)
@@ -75,8 +80,6 @@ SETUP_PRIORITY = len(PRIORITIES) + 1
 # full 24-layer models need a few GB each. Its wall-clock limit is the launch timeout plus setup.
 CELL_MEM_MB = 16000
 CELL_RUNTIME_MIN = int(config["launch"]["timeout_s"] // 60) + 10
-FIDELITY_PATH = "results/fidelity/{model}/{runtime}/{params}.json"
-FP32_SCORES_PATH = "results/fidelity/fp32/{model}/{set}.json"  # what every gate compares with
 SWEEP_SETTINGS = sweep_settings(config)  # int8 settings of the quantization sweep, by name
 NATIVE_SOURCES = sorted(  # relative, so that a storage provider maps them like every other input
     os.path.relpath(p, workflow.basedir)
@@ -106,26 +109,15 @@ def used_models():
 
 
 def study_baseline(study):
-    """What a study's speed-ups are against: its configured baseline, else its first runtime or variant."""
-    cfg = study_config(study)
-    if not cfg:  # a study this config leaves out: no rule of it runs
-        return None
-    if STUDIES[study]["between"] == "variant":
-        return format_params(cfg["variants"][0])
-    if STUDIES[study]["between"] == "step":  # the first runtime's first variant
-        runtime, runtime_cfg = next(iter(cfg["runtimes"].items()))
-        return step_name(runtime, runtime_variants(cfg, runtime, cfg["devices"][0])[0])
-    return cfg.get("baseline") or next(iter(cfg["runtimes"]))
+    return baseline_of(config, study)
 
 
 def study_config(study):
-    """A study's settings; {} where the config leaves it out (a study of the extended tier)."""
-    return config["studies"].get(study, {})
+    return config_of(config, study)
 
 
 def headline_set(study):
-    """The set a study's tables and paper numbers lead with: its first (else the config's first)."""
-    return study_config(study).get("sets", list(config["sets"]))[0]
+    return study_headline_set(config, study)
 
 
 def headline_rows(study):
@@ -137,18 +129,9 @@ def enabled_studies():
     return sorted({cell["study"] for cell in CELLS})
 
 
-def runs_native_engine(cell):
-    """Whether a cell's runtime runs the native engine (its declaration) on a family the engine
-    has a tokenizer for."""
-    options = study_runtime_options(cell["study"], cell["runtime"]) | parse_params(cell["params"])
-    return native_engine_needed(cell["runtime"], options) and bool(
-        family(model_cfg(cell["model"])["architecture"])["native_tokenizer"]
-    )
-
-
 def native_models():
     """The models the native engine scores (a family it has no tokenizer for has none)."""
-    return sorted({cell["model"] for cell in CELLS if runs_native_engine(cell)})
+    return sorted({cell["model"] for cell in CELLS if inputs.runs_native_engine(config, cell)})
 
 
 def study_outputs():
@@ -173,40 +156,8 @@ def extended_outputs(wildcards):
     return output_paths(config, set(enabled_studies()), extended_only=True)
 
 
-def gated_params(params):
-    """A reduced-precision cell's gates: on its own set, and untimed on each of `fidelity.sets`."""
-    cell = parse_params(params)
-    extra = [s for s in config["fidelity"]["sets"] if s != cell["set"]]
-    return [params, *(format_params(cell | {"set": s}) for s in extra)]
-
-
 def decomposition_inputs(wildcards):
-    """The study's launches, statistics and table, every reduced-precision variant's fidelity
-    report, the GEMM ceiling where the gemm study runs, and ORT's operator profile per model on the
-    CPU."""
-    inputs = {
-        "summary": "results/tables/decomposition/summary.csv",
-        "launches": "results/tables/decomposition/launches.csv",
-        "comparisons": "results/tables/decomposition/comparisons.csv",
-        "table": "paper/tables/decomposition.csv",
-        "fidelity": sorted(
-            {
-                FIDELITY_PATH.format(**cell | {"params": gated})
-                for cell in CELLS
-                if cell["study"] == "decomposition"
-                and parse_params(cell["params"]).get("precision", "fp32") != "fp32"
-                for gated in gated_params(cell["params"])
-            }
-        ),
-    }
-    if "gemm" in enabled_studies():
-        inputs["gemm"] = "results/tables/gemm/summary.csv"
-    study = study_config("decomposition")
-    if "cpu" in study["devices"]:
-        inputs["operators"] = expand(
-            "results/decomposition/operators/{model}.json", model=study["models"]
-        )
-    return inputs
+    return inputs.decomposition_inputs(config, CELLS, set(enabled_studies()))
 
 
 def configured(what, present):
@@ -242,8 +193,7 @@ def torch_batch_operator_inputs(wildcards):
 
 
 def study_runtime_options(study, runtime):
-    """A runtime's options in a study, as the config gives them (none: {})."""
-    return study_config(study).get("runtimes", {}).get(runtime, {}).get("options", {})
+    return runtime_options(config, study, runtime)
 
 
 def batch_thread_inputs(wildcards):
@@ -303,10 +253,7 @@ def source_split():
 
 
 def tokenizer_inputs(wildcards):
-    cfg = model_cfg(wildcards.model)
-    if cfg["source"] == "synthetic" and family(cfg["architecture"])["tokenizer"] == "sentencepiece":
-        return {"spm": f"results/tokenizers/spm/{wildcards.model}.model"}
-    return {}
+    return inputs.tokenizer_inputs(config, wildcards.model)
 
 
 def matmul_parts(wildcards):
@@ -324,87 +271,20 @@ def sweep_setting(wildcards):
     return SWEEP_SETTINGS[wildcards.settings]
 
 
-def precision_of(wildcards):
-    return parse_params(wildcards.params).get("precision", "fp32")
-
-
 def unsupported_reason(wildcards):
-    """Why a cell's runtime cannot score its model's family (then it is recorded, untimed, and
-    needs only the model and rows), or None."""
-    # a fidelity gate's runtime is a decomposition step
-    study = wildcards.get("study", "decomposition")
-    options = study_runtime_options(study, wildcards.runtime) | parse_params(wildcards.params)
-    declared = family(config["models"][wildcards.model]["architecture"])
-    return family_reason(wildcards.runtime, declared, options)
-
-
-def scoring_inputs(wildcards):
-    """The model and rows a scoring job needs and, where its runtime loads ONNX (its declaration,
-    Runtime.onnx_needed), its variant's ONNX file behind the fp32 parity gate: the export, its int8
-    copy (of one group of MatMuls if the variant names one), or another export (optimizer)."""
-    params = parse_params(wildcards.params)
-    inputs = {
-        "model": f"results/models/{wildcards.model}",
-        "rows": f"results/data/{params['set']}.jsonl",
-    }
-    if unsupported_reason(wildcards):
-        return inputs
-    study = wildcards.get("study", "decomposition")
-    options = study_runtime_options(study, wildcards.runtime) | params
-    if not runtime_class(wildcards.runtime).onnx_needed(options):
-        return inputs | native_inputs(wildcards)
-    optimizer = options.get("optimizer", "none")  # a variant's, else the runtime's own option
-    inputs["onnx"] = onnx_file(
-        wildcards.model, precision_of(wildcards), optimizer, params.get("matmuls")
-    )
-    inputs["parity"] = f"results/correctness/{wildcards.model}.json"
-    if optimizer == "relative_shift":  # another export: its own parity gate too
-        inputs["shift_parity"] = f"results/correctness/{wildcards.model}.relshift.json"
-    # the fused graph: a gate it may fail (then its launches say so)
-    if optimizer == "transformers":
-        inputs["fused_parity"] = f"results/correctness/{wildcards.model}.opt.json"
-    return inputs | native_inputs(wildcards)
-
-
-def native_inputs(wildcards):
-    """The native engine and its parity gate, for the jobs of a runtime that runs it."""
-    # a fidelity gate's runtime is a decomposition step
-    study = wildcards.get("study", "decomposition")
-    options = study_runtime_options(study, wildcards.runtime) | parse_params(wildcards.params)
-    if not native_engine_needed(wildcards.runtime, options) or unsupported_reason(wildcards):
-        return {}
-    return {
-        "binary": "results/native/bin/rmscore",
-        "native_parity": f"results/correctness/{wildcards.model}_native.json",
-    }
+    return inputs.unsupported_reason(config, dict(wildcards.items()))
 
 
 def fidelity_inputs(wildcards):
-    set_name = parse_params(wildcards.params)["set"]
-    return scoring_inputs(wildcards) | {
-        "fp32_scores": FP32_SCORES_PATH.format(model=wildcards.model, set=set_name)
-    }
+    return inputs.fidelity_inputs(config, dict(wildcards.items()))
 
 
 def cell_inputs(wildcards):
-    set_name = parse_params(wildcards.params)["set"]
-    inputs = {"model": f"results/models/{wildcards.model}"}
-    if wildcards.study == "gemm":  # shapes from the model's config; no rows
-        return inputs
-    inputs["rows"] = f"results/data/{set_name}.jsonl"
-    inputs |= native_inputs(wildcards)
-    if wildcards.study == "tokenizer":
-        return inputs
-    # Scoring cells: behind the parity gate, checked against the reference; a reduced-precision
-    # cell against its own scores from the fidelity gate (which compares them with fp32).
-    inputs |= scoring_inputs(wildcards)
-    if precision_of(wildcards) == "fp32":
-        inputs["reference"] = f"results/reference/{wildcards.model}/{set_name}.json"
-    else:
-        inputs["reference"] = FIDELITY_PATH.format(**wildcards)
-    if wildcards.study == "colocation":  # the rollout generator beside the scorer
-        inputs["generator"] = "results/generator"
-    return inputs
+    return inputs.cell_inputs(config, dict(wildcards.items()))
+
+
+def timed_cell_inputs(wildcards):
+    return inputs.timed_cell_inputs(config, dict(wildcards.items()))
 
 
 def generator_config():
@@ -420,26 +300,9 @@ def torch_gpu_cells():
         for cell in CELLS
         if cell["device"] == "cuda"
         and runtime_class(cell["runtime"]).needs_torch(
-            study_runtime_options(cell["study"], cell["runtime"]) | parse_params(cell["params"])
+            runtime_options(config, cell["study"], cell["runtime"], cell["params"])
         )
     ]
-
-
-# An untimed launch that fills Inductor's on-disk cache for a compile-study cell timed with `cache:
-# warm` (its record is the output): otherwise the first timed launch of a fresh tree finds it empty.
-# Launch 0: run_cell.py's record of a launch, not a timed one.
-WARM_CACHE_PATH = (
-    "results/inductor-cache/warmed/{study}/{model}/{device}/{runtime}/{params}/launch~{launch}.json"
-)
-
-
-def timed_cell_inputs(wildcards):
-    """A cell's inputs; a compile-study cell with a warm cache also waits for the launch that
-    warms it."""
-    inputs = cell_inputs(wildcards)
-    if wildcards.study == "compile" and parse_params(wildcards.params).get("cache") == "warm":
-        inputs["warm_cache"] = WARM_CACHE_PATH.format(**(dict(wildcards.items()) | {"launch": 0}))
-    return inputs
 
 
 def warm_cache_priority(wildcards):
@@ -454,31 +317,10 @@ def launch_priority(wildcards):
 
 
 def cell_settings(wildcards):
-    """What a launch needs besides its inputs; keys appear only where a study uses them."""
-    study = config["studies"][wildcards.study]
-    settings = {
-        "threads": threads(),
-        "warmup_rows": config["launch"]["warmup_rows"],
-        "timeout_s": config["launch"]["timeout_s"],
-        "max_length": config["data"]["max_length"],
-        "tolerance": config["parity"][
-            "gpu_tolerance" if wildcards.device == "cuda" else "tolerance"
-        ],
-        "repeat": study.get("repeat", 1),
-    }
-    if precision_of(wildcards) != "fp32":  # against its own gated scores (see rule fidelity)
-        settings["tolerance"] = config["fidelity"]["launch_tolerance"]
-    options = study["runtimes"][wildcards.runtime].get("options")
-    if options:
-        settings["options"] = options
-    for key in ("rows", "tokens", "ceiling_probe"):
-        if key in study:
-            settings[key] = study[key]
-    if wildcards.study == "colocation":
-        settings["generator"] = generator_config() | {"model_dir": "results/generator"}
-    if reason := unsupported_reason(wildcards):
-        settings["unsupported"] = reason
-    return settings
+    """What a launch needs besides its inputs (rmbench.cells.cell_settings)."""
+    return launch_settings(
+        config, dict(wildcards.items()), threads(), unsupported_reason(wildcards)
+    )
 
 
 def all_cores(wildcards):
@@ -487,20 +329,8 @@ def all_cores(wildcards):
     return workflow.cores
 
 
-def sequential_blocks():
-    """The blocks with a cell whose cap is above its minimum: {block: {cell key: launch 1}}."""
-    blocks = {}
-    for cell in ALL_LAUNCHES:
-        if cell["launch"] == 1:
-            blocks.setdefault(comparison_block(cell), {})[cell_key(cell)] = cell
-    return {
-        block: cells
-        for block, cells in blocks.items()
-        if any(c["cap"] > c["minimum"] for c in cells.values())
-    }
-
-
-SEQUENTIAL_BLOCKS = sequential_blocks()
+# The blocks whose cells run in looks: {block: {cell key: (minimum, cap)}} (rmbench.sequential).
+SEQUENTIAL_BLOCKS = sequential_blocks(ALL_LAUNCHES)
 
 
 def block_wildcards(block):
@@ -514,15 +344,12 @@ def look_decision_file(block, look):
         return json.load(f)
 
 
-def block_limits(block):
-    """Each cell of a sequential block by key: (its minimum launches, its cap)."""
-    return {key: (c["minimum"], c["cap"]) for key, c in SEQUENTIAL_BLOCKS[block].items()}
-
-
 def launch_counts(block, look):
     """Each cell's launches at a look, from the earlier looks' decisions."""
     extended = [look_decision_file(block, earlier)["extend"] for earlier in range(1, look)]
-    return counts_at_look(block_limits(block), config["launch"]["sequential"]["step"], extended)
+    return counts_at_look(
+        SEQUENTIAL_BLOCKS[block], config["launch"]["sequential"]["step"], extended
+    )
 
 
 def final_look(block):
@@ -531,15 +358,6 @@ def final_look(block):
     while look_decision_file(block, look)["extend"]:
         look += 1
     return look
-
-
-def block_launch_paths(block, counts):
-    cells = SEQUENTIAL_BLOCKS[block]
-    return [
-        CELL_PATH.format(**cells[key] | {"launch": launch})
-        for key in cells
-        for launch in range(1, counts[key] + 1)
-    ]
 
 
 def look_inputs(wildcards):
@@ -552,7 +370,7 @@ def look_settings(wildcards):
     block = tuple(wildcards[k] for k in ("study", "model", "device", "set"))
     return {
         "baseline": study_baseline(wildcards.study),
-        "limits": {k: list(limits) for k, limits in block_limits(block).items()},
+        "limits": {k: list(limits) for k, limits in SEQUENTIAL_BLOCKS[block].items()},
         "margin": config["stats"]["equivalence_margin"],
     } | config["launch"]["sequential"]
 
