@@ -422,6 +422,26 @@ def test_the_best_cpu_runtime_against_the_baseline_and_the_runner_up():
     assert lines[1].startswith("- b: fast (5 launches); 2.00x over hf_eager")
     assert "over ort" in lines[1] and lines[1].endswith("tied (equivalence shown)")
 
+    # The launches probed the GEMM ceiling: the best runtime's mean share of it in its own
+    # launches, on the headline set's CPU cells only; the LaTeX table gets a column for it.
+    from rmbench.latex import best_runtime_latex
+    from rmbench.roofline import in_launch_fractions
+
+    launches["ceiling_gflops"] = 400.0
+    launches["ceiling_tokens"] = 160
+    launches["fraction_of_ceiling"] = [0.9 if r == "fast" else 0.5 for r in launches["runtime"]]
+    launches.loc[launches["set"] == "other", "fraction_of_ceiling"] = 0.1
+    headline_cpu = launches[(launches["set"] == "main") & (launches["device"] == "cpu")]
+    probed = in_launch_fractions(headline_cpu, ["model", "runtime"])
+    shares = best_runtime_table(summary, comparisons, "hf_eager", "main", probed=probed)
+    assert shares["of_ceiling"].tolist() == pytest.approx([0.9, 0.9])
+    assert (shares["probed_ceiling_gflops"] == 400.0).all()
+    assert r"90\% [90, 90] of 400 GFLOP/s" in best_runtime_latex(shares, "hf_eager", "main")
+    assert "Of the ceiling" not in best_runtime_latex(best.reset_index(), "hf_eager", "main")
+    assert best_runtime_lines(shares, "hf_eager")[0].endswith(
+        "; 90% [90, 90] of the 400 GFLOP/s GEMM ceiling probed in its launches"
+    )
+
 
 def test_a_cell_without_ok_launches_is_worded_as_such_not_as_the_baseline():
     from rmbench.findings import latency_lines

@@ -559,6 +559,19 @@ def test_the_findings_word_every_verdict_of_the_tables(smoke_run):
         assert (
             r.best == cells.loc[cells.p50_ms.idxmin(), "runtime"] and f"- {r.model}: {r.best} (" in findings
         )
+    # every CPU latency launch probed the GEMM ceiling (config.yaml: ceiling_probe), so the best
+    # runtime's share of it is the mean of its own launches' shares
+    launches = pd.read_csv(smoke_run / "results/tables/latency/launches.csv")
+    for r in best.itertuples():
+        own = launches[
+            (launches.model == r.model)
+            & (launches.runtime == r.best)
+            & (launches.set == "main60")
+            & (launches.device == "cpu")
+            & (launches.status == "ok")
+        ]
+        assert own.fraction_of_ceiling.notna().all() and 0 < r.of_ceiling
+        assert r.of_ceiling == pytest.approx(own.fraction_of_ceiling.mean())
 
 
 @pytest.mark.skipif(shutil.which("latexmk") is None, reason="no TeX here (bash envs/setup.sh --paper)")

@@ -82,6 +82,12 @@ def best_runtime_lines(table: pd.DataFrame, baseline: str) -> list[str]:
             for side, who in (("baseline", f"over {baseline}"), ("runner_up", f"over {r.runner_up}"))
             if isinstance(getattr(r, f"over_{side}_shows", None), str)
         ]
+        share = getattr(r, "of_ceiling", math.nan)
+        if not math.isnan(share):  # its launches probed the GEMM ceiling
+            over.append(
+                f"{100 * share:.0f}%{_interval(100 * r.of_ceiling_lo, 100 * r.of_ceiling_hi, 0)} of the "
+                f"{r.probed_ceiling_gflops:.0f} GFLOP/s GEMM ceiling probed in its launches"
+            )
         lines.append(f"- {r.model}: {r.best} ({r.n_best} launches); " + "; ".join(over))
     return lines
 

@@ -624,7 +624,9 @@ BEST_RUNTIME_CAPTION = (
     "and what each comparison shows. Where the block ran in looks, that is the looks' verdict "
     "(faster, slower, tied, or undecided at the cap) and the look that settled it; elsewhere a "
     "difference only where the cells' intervals are apart, a tie only where the equivalence test "
-    "passed."
+    "passed. Where the launches probed the GEMM ceiling (ceiling_probe), the last column is the best "
+    "runtime's achieved FLOP/s as a share of the fp32 GEMM rate probed in the same launch, at its "
+    "rows' median length, with the probed rate: how close the runtime runs to this machine's limit."
 )
 BEST_RUNTIME_COLUMNS = {
     "model": "Model",
@@ -632,6 +634,7 @@ BEST_RUNTIME_COLUMNS = {
     "over_baseline_text": "Over the baseline",
     "runner_up": "Runner-up",
     "over_runner_up_text": "Over the runner-up",
+    "of_ceiling_text": "Of the ceiling probed in its launches [95% CI]",
 }
 
 
@@ -662,8 +665,18 @@ def best_runtime_latex(table: pd.DataFrame, baseline: str, headline_set: str) ->
             for side in ("baseline", "runner_up")
         }
     )
+    columns = BEST_RUNTIME_COLUMNS
+    if "of_ceiling" in table:
+        shown["of_ceiling_text"] = [
+            f"{fmt_pct(r.of_ceiling, r.of_ceiling_lo, r.of_ceiling_hi)} of {r.probed_ceiling_gflops:.0f} GFLOP/s"
+            if not math.isnan(r.of_ceiling)
+            else "--"
+            for r in table.itertuples()
+        ]
+    else:  # no launch probed the ceiling
+        columns = {k: v for k, v in columns.items() if k != "of_ceiling_text"}
     caption = BEST_RUNTIME_CAPTION.format(headline_set=headline_set, baseline=baseline)
-    return plain_caption_latex(shown, BEST_RUNTIME_COLUMNS, caption, "tab:best_runtime")
+    return plain_caption_latex(shown, columns, caption, "tab:best_runtime")
 
 
 ROOFLINE_COLUMNS = {

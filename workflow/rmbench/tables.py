@@ -345,11 +345,15 @@ def best_runtime_table(
     headline_set: str,
     metric: str = "p50_ms",
     sequential: pd.DataFrame | None = None,
+    probed: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The best CPU runtime per model (and variant) on the headline set: the lowest mean of
     `metric` over launches, its speed-up over the baseline and over the runner-up, each with the
     interval paired by launch round and what the comparison shows (comparison_standing: the
-    looks' verdict where `sequential`, the study's decisions_table, has the comparison)."""
+    looks' verdict where `sequential`, the study's decisions_table, has the comparison). With
+    `probed` (roofline.in_launch_fractions of the headline set's CPU launches by model and
+    runtime), also the best runtime's share of the GEMM ceiling probed in its own launches."""
+    shares = probed.set_index(["model", "runtime"]) if probed is not None else None
     design = design_verdicts(sequential, "latency") if sequential is not None else None
     decided = {}  # each decided pair both ways round: the runner-up may be the look's baseline
     flipped = {"faster": "slower", "slower": "faster"}
@@ -386,6 +390,14 @@ def best_runtime_table(
                 ),
             }
         row["n_best"] = int(group.loc[group["runtime"] == best, "launches_ok"].iloc[0])
+        if shares is not None and (model, best) in shares.index:
+            share = shares.loc[(model, best)]
+            row |= {
+                "of_ceiling": share["fraction_in_launch"],
+                "of_ceiling_lo": share["fraction_in_launch_lo"],
+                "of_ceiling_hi": share["fraction_in_launch_hi"],
+                "probed_ceiling_gflops": share["probed_ceiling_gflops"],
+            }
         row["host"] = group["host"].iloc[0]
         rows.append(row)
     return pd.DataFrame(rows)

@@ -114,6 +114,7 @@ rule best_runtime_table:
     input:
         summary="results/tables/latency/summary.csv",
         comparisons="results/tables/latency/comparisons.csv",
+        launches="results/tables/latency/launches.csv",
         sequential=sequential_table("latency"),
     output:
         tex="paper/tables/best_runtime.tex",
