@@ -1,4 +1,4 @@
-"""Every LaTeX table the paper inputs, rendered from the study tables, and the studies' captions.
+"""Every LaTeX table the paper inputs, rendered from the study tables; captions from captions.yaml.
 
 The tables themselves (what is compared, with which statistics) are built elsewhere
 (rmbench.tables, decomposition, operators, thread_probe, roofline, replication); this module only
@@ -9,8 +9,10 @@ a closing sentence naming the hosts the launches ran on.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from .caveat import caveat
 from .decomposition import POOLED_SET, gate_resolution
@@ -28,70 +30,18 @@ from .tables import (
 )
 from .thread_probe import RATIOS
 
+# The captions, as data: what each table claims (captions.yaml).
+CAPTIONS = yaml.safe_load(Path(__file__).with_name("captions.yaml").read_text(encoding="utf-8"))
 # Each study table's caption; the table adds the hosts its launches ran on.
-STUDY_CAPTIONS = {
-    "latency": (
-        "Per-row latency: mean over launches of each launch's p50 and p95, 95\\% t-interval in "
-        "brackets; each launch a fresh process scoring every row alone. Speed-up against the "
-        "baseline (point estimate, conservative bound in parentheses); verdicts require "
-        "non-overlapping intervals."
-    ),
-    "tokenizer": (
-        "Tokenization alone: microseconds per (prompt, response) pair, mean over launches of each "
-        "launch's per-pair mean and median over every pass, and of its first pass alone (word caches "
-        "cold), 95\\% t-interval in brackets; speed-up against the Hugging Face fast tokenizer."
-    ),
-    "compile": (
-        "torch.compile on shape-cache misses: per variant (dynamic setting, padding bucket, Inductor "
-        "cache warm or cold), per-row latency p50 and p95, the first call's time in seconds and the "
-        "recompiles over the set; mean over launches, 95\\% t-interval in brackets."
-    ),
-    "gemm": (
-        "The fp32 GEMM ceiling: one encoder layer's six matmuls (Q, K, V, output, FFN up and down) "
-        "for a row of the configured length (variant -: the ceiling), of another length (tokens=n) "
-        "or a batch of b such rows (batch=b), per library, at the study's thread count; "
-        "milliseconds per layer and GFLOP/s, mean over launches, 95\\% t-interval in brackets."
-    ),
-    "batching": (
-        "Batching: the whole set per launch, in batches planned by each strategy and size, each "
-        "padded to its longest row; wall time per row (tokenization included) and throughput, mean "
-        "over launches, 95\\% t-interval in brackets. Speed-up against every row alone (batch size 1) "
-        "is the throughput ratio."
-    ),
-    "concurrency": (
-        "Concurrency: the whole set per launch through N concurrent clients, one row per request, on "
-        "one shared engine, N independent engines (threads, processes, or threads that split the "
-        "cores), or a service; wall time per row and throughput, and per-request latency p50 and "
-        "p95, mean over launches, 95\\% t-interval in brackets. Speed-up against one client on a "
-        "shared engine is the throughput ratio; launches that ran out of memory are counted, not hidden."
-    ),
-    "load": (
-        "A trainer's load on the reward service: N clients send one-sample POSTs to /get_reward as "
-        "OpenRLHF's remote reward client does (a timeout, five tries, Retry-After honoured), some "
-        "variants with a share of malformed bodies; wall time per answered request and throughput, "
-        "latency p50 and p99 of the answered requests (retries included), 503s retried, requests "
-        "given up after five tries and requests lost (no answer at all), mean over launches, 95\\% "
-        "t-interval in brackets. Speed-up against one client is the throughput ratio."
-    ),
-    "colocation": (
-        "Co-location: each scorer beside a rollout generator (its own process, greedy replies) on the "
-        "same cores, shared or split one core each; per launch the set's prompts generated and scored "
-        "alone, then together through a bounded queue. End-to-end milliseconds per row together, the "
-        "generator's and the scorer's slowdown together, generated tokens per second together, "
-        "end-to-end rows per second and its gain over generating then scoring; mean over launches, "
-        "95\\% t-interval in brackets. Speed-up against the baseline scorer is the end-to-end ratio."
-    ),
-    "decomposition": (
-        "Where the speed comes from and past fp32: per-row latency of each step (a runtime and its "
-        "setting: ONNX Runtime graph optimization level, torch.compile freezing, int8 or bf16), mean over "
-        "launches of per-launch p50 and p95 and achieved GFLOP/s, 95\\% t-interval in brackets; speed-up "
-        "against eager PyTorch in fp32. Reduced-precision steps must also pass the fidelity gate (fidelity table)."
-    ),
-    "zerocopy": (
-        "Zero-copy inputs and preallocated buffers on vs off in the native engine: per-row latency, "
-        "mean over launches of per-launch p50 and p95, 95\\% t-interval in brackets."
-    ),
-}
+STUDY_CAPTIONS = CAPTIONS["study"]
+
+
+def caption_text(name: str, **values) -> str:
+    """A caption of captions.yaml (a part as 'group.part'), its {names} filled in."""
+    text = CAPTIONS
+    for key in name.split("."):
+        text = text[key]
+    return text.format(**values)
 
 
 def fmt_ci(mean: float, lo: float, hi: float, digits: int = 1) -> str:
@@ -200,25 +150,11 @@ def study_latex(table: pd.DataFrame, study: str, baseline: str, caption: str, la
     colspec = "l" * (len(keys) + 1) + "r" + "l" * (len(metrics) + 2 + looked)
     if looked:
         alpha = table["verdict_alpha"].max()
-        caption += (
-            r" Verdict: the sequential design's decision (faster, slower, tied within the "
-            r"equivalence margin, or undecided at the cap), at the look that settled it. Its looks "
-            rf"share alpha = {alpha:g}, so it calls a difference where there is none at most "
-            rf"{100 * alpha:g}\% of the time. 95\% CIs: the paper's rule at the last look, apart "
-            r"or overlapping; after looks that may stop early it has no stated error rate."
-        )
+        caption += " " + caption_text("study_parts.sequential", alpha=alpha, alpha_pct=100 * alpha)
     if "reproduced" in table and table["reproduced"].isin(["no", "not confirmed"]).any():
-        caption += (
-            r" $^\ddagger$: not reproduced: the same comparison gave another verdict on a replication "
-            r"set or the other model, the opposite direction (CSV: no) or another one (CSV: not "
-            r"confirmed); the CSV names which, with launch counts."
-        )
+        caption += " " + caption_text("study_parts.not_reproduced")
     if "warning" in table and table["warning"].astype(object).fillna("").ne("").any():
-        caption += (
-            r" $^\dagger$: a warning (launch-to-launch variation above the threshold, a trend with launch "
-            r"order, launches on more than one kind of host, or a comparison across hosts); the CSV gives "
-            r"the warning and the launches the configured CI half-width would need."
-        )
+        caption += " " + caption_text("study_parts.warning")
     return booktabs(colspec, head, body, caption + hosts_sentence(table), label)
 
 
@@ -269,26 +205,13 @@ def language_latex(table: pd.DataFrame, caption: str) -> str:
             cells.append("" if key in shown or math.isnan(ms) else f"{ms:+.2f} [{lo:+.2f}, {hi:+.2f}]")
         shown.add(key)
         body.append(cells)
-    if paired:
-        caption += (
-            " Paired by round: the same test on the ratio of the native and ORT-Python launches that"
-            " ran in the same round of the schedule (a t interval on the mean log ratio), which takes"
-            " the machine's drift between rounds out of the comparison; where it shows no equivalence,"
-            " the pairs that would at the observed mean and spread of the pairs' log ratios."
-        )
-    if parts:
-        caption += (
-            " Per row: the median over rows of native's minus ORT-Python's latency (each row's median"
-            " across launches), with a 95\\% bootstrap interval over launches: a fixed cost per row"
-            " shows here at every length."
-        )
-    if len(parts) > 1:
-        caption += (
-            " The same for the row's parts, timed apart in both runtimes: tokenizing (text to token"
-            " ids) and the engine's call (input tensors, the session's run, the score out)."
-        )
-    if any(across_hosts(r) for _, r in table.iterrows()):
-        caption += r" $^\dagger$: native and ORT-Python launches from different kinds of host."
+    shown_parts = {
+        "paired": paired,
+        "per_row": bool(parts),
+        "row_parts": len(parts) > 1,
+        "across_hosts": any(across_hosts(r) for _, r in table.iterrows()),
+    }
+    caption += "".join(" " + CAPTIONS["language_parts"][part] for part, shown in shown_parts.items() if shown)
     colspec = "lllrrrrll" + "l" * paired + "r" * len(parts)
     return booktabs(colspec, head, body, caption + hosts_sentence(table), "tab:language")
 
@@ -368,28 +291,8 @@ def batch_operator_latex(table: pd.DataFrame, top: int = 5, by: str = "optimizer
         ]
         columns["rate"] = "GFLOP/s"
     batch = int(table["batch"].iloc[0])
-    if ort:
-        caption = (
-            f"Where a CPU batch without padding spends its time: ONNX Runtime's kernel time per row (ms, from "
-            f"its profiler) with each row alone and as a batch of {batch} copies of itself, "
-            f"the operator types whose time per row changes most ({top} per model and export: the stock one, or "
-            "DeBERTa's relative attention as a diagonal shift), and each one's share of the whole change. "
-            "Each row alone and batched in turn, in one session; a few percent of an operator's time is "
-            "noise, and profiling slows every operator a little: read the differences. Total: the kernels' sum; session run: all of "
-            "\\texttt{session.run}."
-        )
-    else:
-        caption = (
-            f"Where a PyTorch batch without padding gains: each operator's own CPU time per row (ms, from "
-            f"torch.profiler) in eager PyTorch and under torch.compile with each row alone and as a batch of "
-            f"{batch} copies of itself, the operator types whose time per row changes most ({top} per model "
-            "and runtime; Inductor's generated kernels by name), and each one's share of the whole change. "
-            "Each row alone and batched in turn, in one process; profiling slows every operator a little, "
-            "eager's many small ones most: read the differences. Total: the operators' sum; whole call: "
-            "the runtime's score call, tokenizing included. GFLOP/s (alone / batched): the weight products' "
-            "work per row (a batch shares DeBERTa's relative-position projections, one per call) over "
-            "their time."
-        )
+    which = "batch_operators_ort" if ort else "batch_operators_torch"
+    caption = caption_text(which, batch=batch, top=top)
     return simple_latex(
         shown,
         columns,
@@ -403,12 +306,7 @@ def operator_latex(table: pd.DataFrame) -> str:
         ms=["--" if math.isnan(m) else f"{m:.2f}" for m in table["ms_per_row"]],
         pct=[fmt_pct(s) if s >= 0.01 else "<1%" for s in table["share"]],
     )
-    caption = (
-        "Where ONNX Runtime's time goes (graph level all, fp32): kernel time per operator type from its "
-        "profiler, mean per row over the decomposition rows after warm-up, and its share of all operator "
-        "time; the last row of each model sums the matrix products (MatMul, FusedMatMul, Gemm), the "
-        "part a faster GEMM can speed up. The profiler slows every operator a little: read the shares."
-    ) + hosts_sentence(table, "Measured on")
+    caption = caption_text("ort_operators") + hosts_sentence(table, "Measured on")
     return simple_latex(
         shown,
         {"model": "Model", "op_type": "Operator", "ms": "ms per row", "pct": "Share"},
@@ -448,16 +346,7 @@ def gap_latex(gap: pd.DataFrame, set_name: str) -> str:
         "share": "Of the eager-ORT gap",
         "ceiling": "Of GEMM ceiling",
     }
-    caption = (
-        f"Where the CPU speed-up comes from on {set_name}: per-row p50 (mean over launches, 95\\% "
-        "t-interval) of eager PyTorch (with its own and with oneDNN's linear kernels), ONNX Runtime at each "
-        "graph optimization level, and torch.compile "
-        "with and without freezing; the milliseconds each step saves against the one before it, as a share "
-        "of the whole eager to ONNX Runtime (all optimizations) gap, and achieved GFLOP/s as a share of the "
-        "best measured fp32 GEMM rate: probed in each launch right after its timed region where the study "
-        "does (mean of the launches' fractions [95\\% t-interval]), else the gemm study's. Intervals and "
-        "verdicts of every pair are in the decomposition table."
-    ) + hosts_sentence(gap)
+    caption = caption_text("decomposition_gap", set_name=set_name) + hosts_sentence(gap)
     return simple_latex(shown, columns, caption, "tab:decomposition-gap")
 
 
@@ -474,9 +363,8 @@ def _gate_cells(table: pd.DataFrame) -> dict[str, list[str]]:
 
 def _resolution_sentence(gates: pd.DataFrame, min_agreement: float) -> str:
     pairs, lo, needed = gate_resolution(gates, min_agreement)
-    return (
-        f" With {pairs} pairs, even full agreement bounds the share from below at only {100 * lo:.1f}\\%;"
-        f" {needed} pairs without a flip would show {100 * min_agreement:g}\\%."
+    return " " + caption_text(
+        "gate_resolution", pairs=pairs, lo_pct=100 * lo, needed=needed, min_agreement_pct=100 * min_agreement
     )
 
 
@@ -511,19 +399,9 @@ def fidelity_latex(fidelity: pd.DataFrame, min_agreement: float) -> str:
         "ort": "p50 vs fp32 ORT (cons.)",
     }
     caption = (
-        "Reduced precision behind the fidelity gate: over every (chosen, rejected) pair of the set, the "
-        "share whose preference agrees with fp32 ONNX Runtime [95\\% Clopper-Pearson interval over the "
-        "pairs], and the change of the scores; a variant "
-        f"below {100 * min_agreement:g}\\% agreement is marked failed, whatever its speed. Speed-ups are "
-        "per-row p50 ratios (conservative bound in parentheses) with the verdict of non-overlapping intervals"
-        " (none where a set is gated, not timed)."
+        caption_text("fidelity", min_agreement_pct=100 * min_agreement)
         + _resolution_sentence(fidelity, min_agreement)
-        + (
-            f" Pooled: the distinct pairs of {', '.join(gated_sets)} together, the gate's largest sample"
-            " (each set's own gate is in fidelity.csv)."
-            if pooled
-            else ""
-        )
+        + (" " + caption_text("fidelity_pooled", sets=", ".join(gated_sets)) if pooled else "")
     ) + hosts_sentence(fidelity, "Gates and launches ran on")
     return simple_latex(shown, columns, caption, "tab:fidelity")
 
@@ -548,11 +426,7 @@ def sweep_latex(sweep: pd.DataFrame, min_agreement: float) -> str:
         "gate": "Gate",
     }
     caption = (
-        "Which int8 settings keep fp32's preferences: ONNX Runtime's dynamic quantization with each "
-        "weight type, per-channel and reduced-range option, of every MatMul with a constant weight or "
-        "only the feed-forward or attention ones, through the fidelity gate against fp32 ONNX Runtime "
-        f"(below {100 * min_agreement:g}\\% agreement: failed; 95\\% Clopper-Pearson interval of the "
-        "agreement over the pairs). Not timed here; the decomposition study times the settings marked (timed)."
+        caption_text("int8_sweep", min_agreement_pct=100 * min_agreement)
         + _resolution_sentence(sweep, min_agreement)
     ) + hosts_sentence(sweep, "Gates ran on")
     return simple_latex(shown, columns, caption, "tab:int8-sweep")
@@ -564,26 +438,16 @@ def thread_latex(table: pd.DataFrame) -> str:
         batched=[f"{m:.1f}" for m in table["batched_ms_per_row"]],
         **{c: [f"{r:.2f}x" for r in table[c]] for c in RATIOS},
     )
-    caption = (
-        "ONNX Runtime's thread settings, ms per row of session.run: each of the batching set's first "
-        f"rows alone and as a batch of {int(table['batch'].iloc[0])} copies of itself (no padding), on one "
-        "session per setting in turn, in one process. A setting: intra-op threads (all: the project's "
-        "count), sequential or parallel execution, inter-op threads; the first is the project's. "
-        "Batched/alone below 1: the batch is cheaper per row; against the first above 1: slower."
-    ) + hosts_sentence(table, "Measured on")
+    caption = caption_text("batch_threads", batch=int(table["batch"].iloc[0])) + hosts_sentence(
+        table, "Measured on"
+    )
     columns = {"model": "Model", "setting": "Setting", "alone": "Alone", "batched": "Batched"}
     columns |= {c: header for c, header in RATIOS.items()}
     return simple_latex(shown, columns, caption, "tab:batch-threads")
 
 
 def language_caption(margin: float) -> str:
-    return (
-        "Language isolation: the native C++ engine against ONNX Runtime called from Python, on the same "
-        "ONNX file and the same libonnxruntime. Means over launches of per-launch p50/p95; the verdict "
-        "requires non-overlapping 95\\% intervals. Equivalence (two one-sided tests): the 90\\% Welch "
-        f"interval of the difference lies within $\\pm${margin * 100:g}\\%; where it does not, n "
-        "is the launches per side that would show it at the observed means and spread."
-    )
+    return caption_text("language", margin_pct=margin * 100)
 
 
 REPLICATION_COLUMNS = {
@@ -602,32 +466,10 @@ REPLICATION_COLUMNS = {
 def replication_latex(table: pd.DataFrame, baseline: str, headline_set: str) -> str:
     """The replication table's verdicts against the baseline (the CSV keeps every pair)."""
     shown = table[table["baseline"] == baseline]
-    caption = (
-        f"Replication of the latency verdicts against {baseline} on "
-        f"{headline_set}: the same comparison on every replication set and on the other "
-        "model. A verdict that differs there is marked, never dropped: contradicted (the opposite "
-        "direction) or not confirmed (another verdict, often a replication too short to show the "
-        "difference). The CSV lists "
-        "every pair of runtimes and each replication's verdict and launch counts, and the hosts behind "
-        "each check (across_hosts where they differ). Every verdict here, the headline set's too, is "
-        "the paper's overlap rule (95\\% intervals apart) at the launches that ran: the replication "
-        "sets run a fixed number of launches without looks, so one rule compares them all. The "
-        "looks' verdicts on the headline set are in the latency and best-runtime tables."
-    )
+    caption = caption_text("replication", baseline=baseline, headline_set=headline_set)
     return plain_caption_latex(shown, REPLICATION_COLUMNS, caption, "tab:replication")
 
 
-BEST_RUNTIME_CAPTION = (
-    "The best CPU runtime per model on {headline_set}: the lowest mean per-launch p50 among every "
-    "runtime of the latency study, its speed-up over {baseline} and over the runner-up (ratio of "
-    "means), the same paired by launch round (the rounds' geometric mean, with its 95\\% interval), "
-    "and what each comparison shows. Where the block ran in looks, that is the looks' verdict "
-    "(faster, slower, tied, or undecided at the cap) and the look that settled it; elsewhere a "
-    "difference only where the cells' intervals are apart, a tie only where the equivalence test "
-    "passed. Where the launches probed the GEMM ceiling (ceiling_probe), the last column is the best "
-    "runtime's achieved FLOP/s as a share of the fp32 GEMM rate probed in the same launch, at its "
-    "rows' median length, with the probed rate: how close the runtime runs to this machine's limit."
-)
 BEST_RUNTIME_COLUMNS = {
     "model": "Model",
     "best": "Best CPU runtime",
@@ -675,7 +517,9 @@ def best_runtime_latex(table: pd.DataFrame, baseline: str, headline_set: str) ->
         ]
     else:  # no launch probed the ceiling
         columns = {k: v for k, v in columns.items() if k != "of_ceiling_text"}
-    caption = BEST_RUNTIME_CAPTION.format(headline_set=headline_set, baseline=baseline)
+    caption = caption_text("best_runtime", headline_set=headline_set, baseline=baseline)
+    if "of_ceiling_text" in columns:
+        caption += " " + caption_text("best_runtime_ceiling")
     return plain_caption_latex(shown, columns, caption, "tab:best_runtime")
 
 
@@ -700,11 +544,5 @@ def roofline_latex(table: pd.DataFrame) -> str:
             for r in table.itertuples()
         ],
     )
-    caption = (
-        "Achieved model GFLOP/s per runtime on the CPU (encoder matmul FLOPs of every row over the "
-        "measured time, tokenization included) against the best library's fp32 GEMM rate on one encoder "
-        "layer's matmuls at the same thread count in the gemm study, and against the ceiling probed in each "
-        "launch right after its timed region (the faster of ONNX Runtime/MLAS and numpy at the launch's "
-        "median row length): mean of the per-launch fractions with its 95\\% t-interval."
-    ) + hosts_sentence(table)
+    caption = caption_text("roofline") + hosts_sentence(table)
     return simple_latex(shown, ROOFLINE_COLUMNS, caption, "tab:roofline")
