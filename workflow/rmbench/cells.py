@@ -3,9 +3,14 @@
 One cell launch is one job, one fresh process and one file:
 results/cells/<study>/<model>/<device>/<runtime>/<params>/launch~<i>.json
 where <params> is key~value pairs joined by '+', e.g. set~main60.
+
+The module also says what the config asks of one study and one launch: the study's baseline and
+headline set, a runtime's options, a launch's settings.
 """
 
 from __future__ import annotations
+
+from .studies import STUDIES
 
 CELL_PATH = "results/cells/{study}/{model}/{device}/{runtime}/{params}/launch~{launch}.json"
 
@@ -192,8 +197,6 @@ def study_config(config: dict, study: str) -> dict:
 def study_baseline(config: dict, study: str) -> str | None:
     """What a study's speed-ups are against: its configured baseline, else its first runtime or
     variant (a study compared between steps: its first runtime's first variant)."""
-    from .studies import STUDIES
-
     cfg = study_config(config, study)
     if not cfg:  # a study this config leaves out: no rule of it runs
         return None
