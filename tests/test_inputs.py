@@ -24,10 +24,13 @@ def test_a_native_latency_launch_waits_for_the_build_both_parity_gates_and_the_r
         "rows": "results/data/main60.jsonl",
         "binary": inputs.NATIVE_BINARY,
         "native_parity": "results/correctness/deberta_native.json",
-        "onnx": "results/onnx/deberta/model.onnx",
+        "onnx": "results/onnx/deberta/model.relshift.onnx",  # config.yaml: optimizer relative_shift
         "parity": "results/correctness/deberta.json",
+        "shift_parity": "results/correctness/deberta.relshift.json",
         "reference": "results/reference/deberta/main60.json",
     }
+    stock = inputs.cell_inputs(CONFIG, job("latency", "deberta", "native", "set~main60+optimizer~none"))
+    assert stock["onnx"] == "results/onnx/deberta/model.onnx" and "shift_parity" not in stock
 
 
 def test_a_pytorch_launch_needs_no_onnx_file_and_no_build():
