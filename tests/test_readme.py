@@ -38,3 +38,12 @@ def test_a_figure_changed_by_hand_is_found(tmp_path):
     readme.write_text(readme.read_text().replace(headline[0], edited))
     assert write(check=True, root=tmp_path) == ["README.md"]
     assert write(check=False, root=tmp_path) == ["README.md"] and write(check=True, root=tmp_path) == []
+
+
+def test_the_headline_says_how_close_the_best_runtime_runs_to_the_probed_ceiling():
+    from rmbench.readme import ceiling_lines
+
+    probed = ROOT / "docs/runlog/runs/2026-12-05-attention-export"  # its launches probed it
+    line = ceiling_lines(probed)[-1]
+    assert "deberta native optimizer=relative_shift, 78% [75, 82] of 195 GFLOP/s" in line
+    assert ceiling_lines(ROOT / "docs/runlog/runs/2026-12-05-three-models") == []  # none probed

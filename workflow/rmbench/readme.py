@@ -92,7 +92,26 @@ def headline_block(run: Path, root: Path) -> str:
                 "" if baseline else verdict_cell(row),
             ]
             lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + ceiling_lines(run)) + "\n"
+
+
+def ceiling_lines(run: Path) -> list[str]:
+    """Each model's best CPU runtime and its share of the GEMM ceiling probed in its own launches,
+    where the run's launches probed it (best_runtime.csv's of_ceiling)."""
+    best = pd.read_csv(run / "best_runtime.csv")
+    if "of_ceiling" not in best or best["of_ceiling"].isna().all():
+        return []
+    shares = [
+        f"{r.model} {r.best}, {100 * r.of_ceiling:.0f}% [{100 * r.of_ceiling_lo:.0f}, "
+        f"{100 * r.of_ceiling_hi:.0f}] of {r.probed_ceiling_gflops:.0f} GFLOP/s"
+        for r in best.itertuples()
+        if not math.isnan(r.of_ceiling)
+    ]
+    return [
+        "",
+        "How close the best CPU runtime runs to the machine's limit: its achieved model FLOP/s as a "
+        "share of the fp32 GEMM rate probed in each of its launches [95% CI]: " + "; ".join(shares) + ".",
+    ]
 
 
 def _duration(seconds: float) -> str:
