@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .latex import fmt_ci
+from .latex import fmt_ci, fmt_pct
 
 ROOT = Path(__file__).resolve().parents[2]
 # What a recorded run keeps from its paper/ folder: what the generated blocks quote and show.
@@ -102,8 +102,8 @@ def ceiling_lines(run: Path) -> list[str]:
     if "of_ceiling" not in best or best["of_ceiling"].isna().all():
         return []
     shares = [
-        f"{r.model} {r.best}, {100 * r.of_ceiling:.0f}% [{100 * r.of_ceiling_lo:.0f}, "
-        f"{100 * r.of_ceiling_hi:.0f}] of {r.probed_ceiling_gflops:.0f} GFLOP/s"
+        f"{r.model} {r.best}, {fmt_pct(r.of_ceiling, r.of_ceiling_lo, r.of_ceiling_hi)} "
+        f"of {r.probed_ceiling_gflops:.0f} GFLOP/s"
         for r in best.itertuples()
         if not math.isnan(r.of_ceiling)
     ]
