@@ -6,8 +6,16 @@ import pandas as pd
 import pytest
 from rmbench.findings import replication_lines
 from rmbench.flops import encoder_flops, relative_projection_flops, weight_gemm_flops
+from rmbench.latex import ceiling_gap_latex
 from rmbench.replication import replication_table
-from rmbench.roofline import ceilings, roofline_table
+from rmbench.roofline import (
+    AT_CEILING,
+    MATRIX_BELOW,
+    OUTSIDE_KERNELS,
+    ceiling_gap_table,
+    ceilings,
+    roofline_table,
+)
 
 # config.json values: the class names the family, whose feed-forward has two matrices
 BERT = {
@@ -494,3 +502,49 @@ def test_a_runs_caveat_heads_every_caption_figure_title_and_findings_page(monkey
     assert (tmp_path / "latency.png").stat().st_size > 1000
     page = findings_markdown({}, {}, {}, "paper")
     assert page.splitlines()[2] == "**Smoke profile: tiny models; 100% a test.**"
+
+
+def test_the_ceiling_gap_splits_a_rows_time_into_parts_that_add_up():
+    def record(model, call_ms):
+        operators = [("MatMul", 60.0), ("Slice", 10.0), ("Add", 5.0), ("Where", 3.0), ("Gemm", 1.0)]
+        return {
+            "model": model,
+            "optimizer": "relative_shift",
+            "tokens": 150,
+            "gflop_per_row": 10.0,  # 50 ms at the ceiling of 200 GFLOP/s
+            "ceiling": {"ceiling_gflops": 200.0},
+            "profile": {
+                "rows": 30,
+                "call_ms_per_row": call_ms,
+                "operators": [{"op_type": op, "ms_per_row": ms} for op, ms in operators],
+            },
+        }
+
+    best = pd.DataFrame(
+        [
+            {"model": "m", "metric": "p50_ms", "best": "native", "of_ceiling": 0.6}
+            | {"of_ceiling_lo": 0.55, "of_ceiling_hi": 0.65},
+            {"model": "m", "metric": "p95_ms", "best": "ort_python", "of_ceiling": 0.1}
+            | {"of_ceiling_lo": 0.0, "of_ceiling_hi": 0.2},
+        ]
+    )
+    assert ceiling_gap_table([record("m", 85.0)], best, top=1).part.iloc[3] == "the other 2 operator types"
+    table = ceiling_gap_table([record("m", 85.0), record("n", 79.0)], best, top=2)
+    parts = table[table.model == "m"].set_index("part")["ms_per_row"].to_dict()
+    assert parts == {
+        AT_CEILING: 50.0,
+        MATRIX_BELOW: 11.0,  # MatMul and Gemm: 61 ms for 50 at the ceiling
+        "Slice": 10.0,
+        "Add": 5.0,
+        "Where": 3.0,  # the one left over, by its name
+        OUTSIDE_KERNELS: 6.0,  # the call's 85 ms less the kernels' 79
+    }
+    m = table[table.model == "m"]
+    assert math.isclose(m.share.sum(), 1.0) and math.isclose(m.share.iloc[0], 50 / 85)
+    assert math.isclose(m.matrix_gflops.iloc[0], 10 / 61e-3)  # at most the ceiling: the FLOP model holds
+    assert (m.best_runtime == "native").all() and (m.best_of_ceiling == 0.6).all()  # the p50's best
+    n = table[table.model == "n"]
+    assert n.best_runtime.isna().all() and math.isclose(n.share.sum(), 1.0)  # no launches: no best
+    assert n[n.part == OUTSIDE_KERNELS].ms_per_row.iloc[0] == 0.0
+    tex = ceiling_gap_latex(table)
+    assert "m (relative shift)" in tex and "native 60\\% [55, 65]" in tex and "200 / 164" in tex

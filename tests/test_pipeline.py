@@ -192,6 +192,13 @@ def test_every_study_has_its_table(smoke_run):
     assert len(roofline) == 8 * 3 - 3 and (roofline.fraction_of_ceiling > 0).all()
     # every latency launch probed the ceiling in its own process (config: ceiling_probe)
     assert (roofline.probe_launches == roofline.launches).all() and (roofline.fraction_in_launch > 0).all()
+    # where each model's time goes against the ceiling, profiled on the engines' export
+    gap = pd.read_csv(smoke_run / "paper/tables/ceiling_gap.csv")
+    assert set(gap.model) == {"deberta", "electra", "qwen3"} and (gap.export == "relative_shift").all()
+    for _, parts in gap.groupby("model"):
+        assert (
+            abs(parts.share.sum() - 1) < 1e-9 and parts.share.iloc[0] > 0 and parts.best_runtime.notna().all()
+        )
     batching = pd.read_csv(smoke_run / "paper/tables/batching.csv")
     main = batching[(batching.set == "main60") & (batching.device == "cpu")]
     # ELECTRA: 4 smoke variants for eager, and for native with length-aware b=4 on the fused graph
@@ -435,6 +442,7 @@ def test_report_captions_every_figure_and_table(smoke_run):
         "latency.csv",
         "replication.csv",
         "roofline.csv",
+        "ceiling_gap.csv",
     ):
         assert name in html, name
     assert "Per-row latency on the headline set" in html and "one row per cell" in html

@@ -9,7 +9,7 @@ from rmbench.cells import (
     study_baseline,
 )
 from rmbench.sequential import block_launch_paths, counts_at_look, sequential_blocks
-from rmbench.studies import findings_tables, output_paths
+from rmbench.studies import ceiling_probe_runs, engine_export, findings_tables, output_paths
 from test_cells import tier_config
 
 
@@ -28,6 +28,7 @@ def test_the_paper_tier_writes_each_studys_table_and_the_latency_studys_derived_
         "paper/tables/language.tex",
         "paper/tables/replication.tex",
         "paper/tables/best_runtime.tex",
+        "paper/tables/ceiling_gap.tex",
         "paper/figures/latency.pdf",
         "paper/figures/batching.pdf",
         "paper/tables/batching_verdicts.csv",
@@ -69,6 +70,17 @@ def test_a_probe_left_out_of_the_config_writes_no_table():
     assert "paper/tables/batch_operators.tex" in paths
     assert not {"paper/tables/batch_threads.tex", "paper/tables/torch_batch_operators.tex"} & set(paths)
     assert "paper/tables/int8_sweep.tex" not in paths
+
+
+def test_the_ceiling_gap_needs_the_latency_studys_probe_on_the_cpu():
+    config = tier_config(extended=False)
+    assert engine_export(config) == "relative_shift"  # what both engines load (config.yaml)
+    config["studies"]["latency"]["ceiling_probe"] = False
+    assert "paper/tables/ceiling_gap.tex" not in output_paths(config, enabled(config))
+    config["studies"]["latency"] |= {"ceiling_probe": True, "devices": ["cuda"]}
+    assert not ceiling_probe_runs(config)
+    del config["studies"]["latency"]["runtimes"]["native"]["options"]
+    assert engine_export(config) == "none"  # the native engine's, ORT-Python's aside
 
 
 def test_the_findings_page_reads_the_verdict_tables_of_the_studies_that_run():

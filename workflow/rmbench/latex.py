@@ -546,3 +546,37 @@ def roofline_latex(table: pd.DataFrame) -> str:
     )
     caption = caption_text("roofline") + hosts_sentence(table)
     return simple_latex(shown, ROOFLINE_COLUMNS, caption, "tab:roofline")
+
+
+def ceiling_gap_latex(table: pd.DataFrame) -> str:
+    """Each model's parts, its export, ceiling, matrix rate and best runtime on its first row."""
+    first = ~table["model"].duplicated()
+    best = [
+        f"{r.best_runtime} {fmt_pct(r.best_of_ceiling, r.best_of_ceiling_lo, r.best_of_ceiling_hi)}"
+        if "best_runtime" in table and isinstance(r.best_runtime, str)
+        else "--"
+        for r in table.itertuples()
+    ]
+    shown = table.assign(
+        model=[
+            f"{r.model} ({'stock' if r.export == 'none' else r.export.replace('_', ' ')})" if is_first else ""
+            for r, is_first in zip(table.itertuples(), first)
+        ],
+        rates=[
+            f"{r.ceiling_gflops:.0f} / {r.matrix_gflops:.0f}" if f else ""
+            for r, f in zip(table.itertuples(), first)
+        ],
+        best=[b if f else "" for b, f in zip(best, first)],
+        ms=[f"{m:.2f}" for m in table["ms_per_row"]],
+        pct=[f"{100 * s:.1f}%" for s in table["share"]],
+    )
+    columns = {
+        "model": "Model (export)",
+        "part": "Part of a row's time",
+        "ms": "ms per row",
+        "pct": "Share",
+        "rates": "Ceiling / matrix GFLOP/s",
+        "best": "Best runtime, of ceiling in launches",
+    }
+    caption = caption_text("ceiling_gap") + hosts_sentence(table, "Measured on")
+    return simple_latex(shown, columns, caption, "tab:ceiling-gap")

@@ -12,6 +12,7 @@ import bisect
 import json
 import math
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -59,11 +60,14 @@ def operator_profiles(
     padding) for every b in `batches` in turn, in one session, so that the machine's drift falls on
     every batch size alike; each run's operators are counted for its batch size, per row scored."""
     tokenizer = load_tokenizer(model_dir)
+    call_s = []  # each call's wall time, tokenizing included, in the order the runs were
     with tempfile.TemporaryDirectory() as tmp:
         session = ort_session(onnx_path, threads, profile_prefix=str(Path(tmp) / "ort"))
         for pair in pairs:
             for batch in batches:
+                start = time.perf_counter()
                 ort_scores(session, tokenizer, [pair] * batch, max_length)
+                call_s.append(time.perf_counter() - start)
         events = json.loads(Path(session.end_profiling()).read_text())
     runs = sorted((e for e in events if e.get("name") == "model_run"), key=lambda e: e["ts"])
     if len(runs) <= warmup * len(batches):
@@ -72,6 +76,10 @@ def operator_profiles(
     counted = range(warmup * len(batches), len(runs))
     run_us = {
         batch: sum(runs[i]["dur"] for i in counted if batches[i % len(batches)] == batch) for batch in batches
+    }
+    call_ms = {
+        batch: sum(call_s[i] for i in counted if batches[i % len(batches)] == batch) * 1e3
+        for batch in batches
     }
     by_type: dict[int, Counter] = {batch: Counter() for batch in batches}
     for e in events:
@@ -89,6 +97,8 @@ def operator_profiles(
             "threads": threads,
             # the whole session.run (kernels and what runs between them), per row
             "run_ms_per_row": run_us[batch] / 1000 / measured,
+            # the whole call: tokenizing, feeding and session.run, as a launch times a row
+            "call_ms_per_row": call_ms[batch] / measured,
             "operators": [
                 {"op_type": op, "ms_per_row": us / 1000 / measured, "share": us / total}
                 for op, us in times.most_common()

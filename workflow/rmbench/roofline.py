@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .operators import MATRIX_OPS
 from .provenance import host_cell, launch_hosts
 from .stats import t_interval
 
@@ -95,3 +96,64 @@ def roofline_table(
     if table.empty:
         return table
     return table.merge(in_launch_fractions(ok, ["model", "runtime"]), on=["model", "runtime"], how="left")
+
+
+# The ceiling-gap table's parts that are not an operator type
+AT_CEILING = "the model's FLOPs at the ceiling"
+MATRIX_BELOW = "matrix products, slower than the ceiling"
+OUTSIDE_KERNELS = "outside the kernels (tokenizing, session)"
+
+
+def ceiling_gap_parts(record: dict, top: int) -> list[dict]:
+    """One model's time per row (ms, its operator profile's whole call) split into parts that add
+    up to it: the model's FLOPs at the probed ceiling (the share of the ceiling reached), the rest
+    of the matrix products' time, each of the `top` slowest other operator types, the other
+    operators together, and what ran outside the kernels."""
+    profile, ceiling = record["profile"], record["ceiling"]["ceiling_gflops"]
+    ops = profile["operators"]
+    matrix_ms = sum(o["ms_per_row"] for o in ops if o["op_type"] in MATRIX_OPS)
+    rest = [o for o in ops if o["op_type"] not in MATRIX_OPS]  # most time first
+    at_ceiling = record["gflop_per_row"] / ceiling * 1e3
+    parts = [(AT_CEILING, at_ceiling), (MATRIX_BELOW, matrix_ms - at_ceiling)]
+    shown = rest[:top] if len(rest) > top + 1 else rest  # one left over is shown by its name
+    parts += [(o["op_type"], o["ms_per_row"]) for o in shown]
+    if len(rest) > len(shown):
+        others = rest[len(shown) :]
+        parts.append((f"the other {len(others)} operator types", sum(o["ms_per_row"] for o in others)))
+    kernels = sum(o["ms_per_row"] for o in ops)
+    parts.append((OUTSIDE_KERNELS, profile["call_ms_per_row"] - kernels))
+    whole = profile["call_ms_per_row"]
+    return [{"part": part, "ms_per_row": ms, "share": ms / whole} for part, ms in parts]
+
+
+def ceiling_gap_table(records: list[dict], best: pd.DataFrame, top: int = 5) -> pd.DataFrame:
+    """Per model: where the time of a row goes against the GEMM ceiling, from ONNX Runtime's
+    operator profile of the export the latency study's engines load (`records`, rule
+    ceiling_operators, the ceiling probed in the same process). The first part's share is what
+    the profiled run reached; the parts after it are what held it back. Beside them: the matrix
+    products' own rate (the FLOP model's work over their time: at most the ceiling where the model
+    counts the right work) and the best CPU runtime's share measured in its launches (`best`: the
+    best-runtime table), which runs without the profiler."""
+    rows = []
+    for record in sorted(records, key=lambda r: r["model"]):
+        profile = record["profile"]
+        matrix_ms = sum(o["ms_per_row"] for o in profile["operators"] if o["op_type"] in MATRIX_OPS)
+        model = {
+            "model": record["model"],
+            "export": record["optimizer"],
+            "rows": profile["rows"],
+            "tokens": record["tokens"],
+            "gflop_per_row": record["gflop_per_row"],
+            "ceiling_gflops": record["ceiling"]["ceiling_gflops"],
+            "matrix_gflops": record["gflop_per_row"] / matrix_ms * 1e3,
+        }
+        found = best[(best["model"] == record["model"]) & (best["metric"] == "p50_ms")]
+        if not found.empty:
+            model |= {
+                "best_runtime": found["best"].iloc[0],
+                "best_of_ceiling": found["of_ceiling"].iloc[0],
+                "best_of_ceiling_lo": found["of_ceiling_lo"].iloc[0],
+                "best_of_ceiling_hi": found["of_ceiling_hi"].iloc[0],
+            }
+        rows += [model | part for part in ceiling_gap_parts(record, top)]
+    return pd.DataFrame(rows)

@@ -108,6 +108,20 @@ def thread_probe(config: dict) -> bool:
     return bool(study.get("thread_probe")) and "cpu" in study.get("devices", [])
 
 
+def ceiling_probe_runs(config: dict) -> bool:
+    """Whether the latency study probes the GEMM ceiling in its CPU launches."""
+    study = config["studies"].get("latency", {})
+    return bool(study.get("ceiling_probe")) and "cpu" in study.get("devices", [])
+
+
+def engine_export(config: dict) -> str:
+    """The export the latency study's ONNX Runtime engines load (its `optimizer` option: the
+    native engine's, else ORT-Python's; 'none' is the stock export)."""
+    runtimes = config["studies"]["latency"]["runtimes"]
+    engines = [r for r in LANGUAGE_PAIR if r in runtimes]
+    return runtimes[engines[0]].get("options", {}).get("optimizer", "none") if engines else "none"
+
+
 def language_pair_runs(config: dict) -> bool:
     return set(LANGUAGE_PAIR) <= set(config["studies"]["latency"]["runtimes"])
 
@@ -139,6 +153,7 @@ OUTPUTS: dict[str, list[Output]] = {
         Output("paper/tables/replication.tex", findings=True),
         Output("paper/tables/best_runtime.tex", findings=True),
         Output("paper/tables/roofline.tex", lambda c, s: "gemm" in s, extended=True),
+        Output("paper/tables/ceiling_gap.tex", lambda c, s: ceiling_probe_runs(c)),
     ],
     "batching": [
         Output("paper/figures/batching.pdf"),

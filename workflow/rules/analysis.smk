@@ -153,6 +153,24 @@ rule roofline_table:
         "../scripts/roofline_table.py"
 
 
+rule ceiling_gap_table:
+    input:
+        unpack(ceiling_gap_inputs),
+    output:
+        tex="paper/tables/ceiling_gap.tex",
+        csv=report(
+            "paper/tables/ceiling_gap.csv",
+            caption="../report/derived_table.rst",
+            category="Tables",
+        ),
+    log:
+        "results/logs/paper/ceiling_gap_table.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/ceiling_gap_table.py"
+
+
 rule batching_verdicts:
     input:
         comparisons="results/tables/batching/comparisons.csv",

@@ -47,6 +47,8 @@ from rmbench.runtimes import (
 )
 from rmbench.studies import (
     LANGUAGE_PAIR,
+    ceiling_probe_runs,
+    engine_export,
     findings_tables as study_findings_tables,
     operator_profile,
     output_paths,
@@ -194,6 +196,21 @@ def torch_batch_operator_inputs(wildcards):
 
 def study_runtime_options(study, runtime):
     return runtime_options(config, study, runtime)
+
+
+def ceiling_gap_inputs(wildcards):
+    """The latency study's CPU models' operator profiles against the ceiling, and its best
+    runtimes (their share of the ceiling measured in launches)."""
+    configured("studies.latency.ceiling_probe", ceiling_probe_runs(config))
+    return {
+        "profiles": expand(
+            "results/latency/operators/{model}.json",
+            model=sorted(
+                {c["model"] for c in CELLS if c["study"] == "latency" and c["device"] == "cpu"}
+            ),
+        ),
+        "best": "paper/tables/best_runtime.csv",
+    }
 
 
 def batch_thread_inputs(wildcards):

@@ -166,6 +166,32 @@ rule ort_operators:
         "../scripts/ort_operators.py"
 
 
+# Where the latency study's time goes against the GEMM ceiling: ORT's profile of the export its
+# engines load, on its rows as a launch scores them, and the ceiling probed in the same process.
+rule ceiling_operators:
+    input:
+        onnx=lambda wildcards: onnx_file(wildcards.model, "fp32", engine_export(config)),
+        model="results/models/{model}",
+        rows=headline_rows("latency"),
+    output:
+        "results/latency/operators/{model}.json",
+    log:
+        "results/logs/latency/operators_{model}.log",
+    conda:
+        "../../envs/bench.yaml"
+    # A measurement: the machine to itself, as every launch.
+    threads: all_cores
+    params:
+        threads=threads(),
+        optimizer=engine_export(config),
+        rows=study_config("latency").get("rows", 0),
+        warmup=config["launch"]["warmup_rows"],
+        max_length=config["data"]["max_length"],
+        repo=workflow.basedir,
+    script:
+        "../scripts/ceiling_operators.py"
+
+
 # The batching study's question: why is a CPU batch no faster per row than its rows alone? ORT's
 # profile of the batching set's first rows, each alone and as a batch of copies of itself (no
 # padding), taken in turn in one session: which operators cost more per row in a batch, in the
