@@ -526,6 +526,33 @@ def test_the_operator_profile_splits_ort_time_by_operator_type(tiny_model):
     assert 0 < per_row[3] < 3 * per_row[1]
 
 
+def test_the_ceiling_profile_times_a_launchs_rows_between_two_probes(tiny_model):
+    from rmbench.models import load_tokenizer, token_ids
+    from rmbench.roofline import ceiling_gap_parts, ceiling_profile, reached_share
+
+    tokenizer = load_tokenizer(tiny_model["model"])
+    rows = [
+        r | {"tokens_tiny": len(token_ids(tokenizer, r["prompt"], r["response"]))} for r in tiny_model["rows"]
+    ]
+    record = ceiling_profile(tiny_model["onnx"], tiny_model["model"], rows[:4], "tiny", 1, 2, 512)
+    profile, ceiling = record["profile"], record["ceiling"]
+    assert profile["rows"] == 4  # 2 warm-up rows, then every row of the launch
+    # the whole call holds session.run, which holds the kernels
+    assert (
+        profile["call_ms_per_row"]
+        > profile["run_ms_per_row"]
+        > sum(o["ms_per_row"] for o in profile["operators"])
+    )
+    assert ceiling["ceiling_gflops"] == max(ceiling["probes_gflops"]) > 0
+    assert (
+        record["tokens"] == int(np.median([r["tokens_tiny"] for r in rows[:4]]))
+        and record["gflop_per_row"] > 0
+    )
+    parts = ceiling_gap_parts(record, top=3)
+    assert math.isclose(sum(p["ms_per_row"] for p in parts), profile["call_ms_per_row"])
+    assert math.isclose(parts[0]["share"], reached_share(record)) and 0 < reached_share(record) < 1
+
+
 def test_batch_operator_table_by_hand():
     def profile(batch, ms):
         return {"batch": batch, "operators": [{"op_type": op, "ms_per_row": v} for op, v in ms.items()]}

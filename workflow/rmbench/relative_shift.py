@@ -11,9 +11,10 @@ The score of (i, j) depends on i - j only, so the same numbers come from scoring
 against the 2L-1 embeddings of the distances L-1 ... -(L-1) in that order, then reading row i
 from column L-1-i on (a diagonal shift, Transformer-XL's "relative shift"): a Gather of 2L-1
 embedding rows, a matrix product and two contiguous slices, no index the size of the attention
-matrix. `patched()` swaps the method in for the export only; eager PyTorch runs transformers'
-own code. The parity gate checks the exported file like any other (the scores here come out the
-same to the last bit).
+matrix. The score scale divides the position embeddings, which the export folds into constants,
+rather than the scores. `patched()` swaps the method in for the export only; eager PyTorch runs
+transformers' own code. The parity gate checks the exported file like any other (the scores
+here agree with transformers' to float rounding).
 """
 
 from __future__ import annotations
@@ -59,20 +60,28 @@ def disentangled_attention_bias(self, query_layer, key_layer, relative_pos, rel_
     length, depth = query_layer.size(-2), query_layer.size(-1)
     score = 0
     if "c2p" in self.pos_att_type:
-        pos_key = self.transpose_for_scores(pos_key_proj(rel_embeddings), heads)  # [heads, 2k, d]
-        scale = deberta_v2.scaled_size_sqrt(pos_key, scale_factor)
+        pos_key = scaled_positions(
+            self.transpose_for_scores(pos_key_proj(rel_embeddings), heads), scale_factor
+        )
         queries = query_layer.view(-1, heads, length, depth)
         c2p = torch.matmul(queries, pos_key.index_select(1, c2p_rows).transpose(-1, -2))
-        c2p = diagonal_shift(c2p.view(-1, length, c2p.size(-1)))
-        score += c2p / scale.to(dtype=c2p.dtype)
+        score += diagonal_shift(c2p.view(-1, length, c2p.size(-1)))
     if "p2c" in self.pos_att_type:
-        pos_query = self.transpose_for_scores(pos_query_proj(rel_embeddings), heads)
-        scale = deberta_v2.scaled_size_sqrt(pos_query, scale_factor)
+        pos_query = scaled_positions(
+            self.transpose_for_scores(pos_query_proj(rel_embeddings), heads), scale_factor
+        )
         keys = key_layer.view(-1, heads, length, depth)
         p2c = torch.matmul(keys, pos_query.index_select(1, p2c_rows).transpose(-1, -2))
-        p2c = diagonal_shift(p2c.view(-1, length, p2c.size(-1))).transpose(-1, -2)
-        score += p2c / scale.to(dtype=p2c.dtype)
+        score += diagonal_shift(p2c.view(-1, length, p2c.size(-1))).transpose(-1, -2)
     return score
+
+
+def scaled_positions(projected: torch.Tensor, scale_factor: int) -> torch.Tensor:
+    """The projected position embeddings [heads, 2k, d] divided by the score scale, sqrt(d x
+    scale_factor): transformers divides the [L, L] scores instead. These depend on no input, so
+    the export folds the division into a constant: one elementwise pass over an attention-sized
+    matrix less per term and layer."""
+    return projected / deberta_v2.scaled_size_sqrt(projected, scale_factor).to(dtype=projected.dtype)
 
 
 @contextmanager

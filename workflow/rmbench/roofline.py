@@ -11,9 +11,12 @@ measured at the same time, so it gets the interval.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from .operators import MATRIX_OPS
+from .flops import encoder_flops, model_config
+from .gemm_bench import probe_ceiling
+from .operators import MATRIX_OPS, operator_profile
 from .provenance import host_cell, launch_hosts
 from .stats import t_interval
 
@@ -96,6 +99,38 @@ def roofline_table(
     if table.empty:
         return table
     return table.merge(in_launch_fractions(ok, ["model", "runtime"]), on=["model", "runtime"], how="left")
+
+
+def ceiling_profile(
+    onnx_path, model_dir, rows: list[dict], model: str, threads: int, warmup: int, max_length: int
+) -> dict:
+    """ONNX Runtime's operator profile of `rows` scored as a launch scores them (the first
+    `warmup` rows untimed, then every row alone), the FLOP model's work per row, and the GEMM
+    ceiling probed in the same process before and after at the rows' median length. The ceiling
+    is the higher probe: what the machine gives at best (one probe can fall in a dip, and then
+    the matrix products would seem to beat it)."""
+    lengths = [min(row[f"tokens_{model}"], max_length) for row in rows]
+    tokens = int(np.median(lengths))
+    pairs = [(r["prompt"], r["response"]) for r in rows[:warmup] + rows]
+    before = probe_ceiling(model_dir, tokens, threads)
+    profile = operator_profile(onnx_path, model_dir, pairs, threads, warmup, max_length)
+    after = probe_ceiling(model_dir, tokens, threads)
+    ceiling = max(before, after, key=lambda probe: probe["ceiling_gflops"])
+    config = model_config(model_dir)
+    return {
+        "model": model,
+        "onnx": str(onnx_path),
+        "tokens": tokens,
+        "gflop_per_row": sum(encoder_flops(config, n) for n in lengths) / len(lengths) / 1e9,
+        "profile": profile,
+        "ceiling": ceiling | {"probes_gflops": [before["ceiling_gflops"], after["ceiling_gflops"]]},
+    }
+
+
+def reached_share(record: dict) -> float:
+    """The share of the ceiling a ceiling_profile record reached, profiler on."""
+    achieved = record["gflop_per_row"] / record["profile"]["call_ms_per_row"] * 1e3
+    return achieved / record["ceiling"]["ceiling_gflops"]
 
 
 # The ceiling-gap table's parts that are not an operator type

@@ -1,53 +1,28 @@
 """Where a model's time goes against the GEMM ceiling: ONNX Runtime's operator profile of the
-export the latency study's engines load, on its rows alone, then the ceiling probed in the same
-process at the rows' median length (as a launch probes it)."""
-
-import statistics
+export the latency study's engines load, on its rows as a launch scores them, and the ceiling
+probed in the same process (rmbench.roofline.ceiling_profile)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 from rmbench.data import load_set
-from rmbench.flops import encoder_flops, model_config
-from rmbench.gemm_bench import probe_ceiling
 from rmbench.glue import logged, write_json
 from rmbench.models import without_torch
-from rmbench.operators import operator_profile
 from rmbench.provenance import provenance
+from rmbench.roofline import ceiling_profile, reached_share
 
 with logged(snakemake.log[0]):
     without_torch()  # ONNX Runtime alone
-    par, w = snakemake.params, snakemake.wildcards
-    rows = load_set(snakemake.input.rows)
+    par, w, inp = snakemake.params, snakemake.wildcards, snakemake.input
+    rows = load_set(inp.rows)
     rows = rows[: par.rows] if par.rows else rows  # the study's rows, as its launches
-    # as a launch: the first rows scored as warm-up, then every row timed
-    pairs = [(r["prompt"], r["response"]) for r in rows[: par.warmup] + rows]
     print(
-        f"profiling {w.model} ({snakemake.input.onnx}): {len(rows)} rows after {par.warmup} warm-up, "
-        f"{par.threads} threads"
+        f"profiling {w.model} ({inp.onnx}): {len(rows)} rows after {par.warmup} warm-up, {par.threads} threads"
     )
-    profile = operator_profile(
-        snakemake.input.onnx, snakemake.input.model, pairs, par.threads, par.warmup, par.max_length
-    )
-    lengths = [min(r[f"tokens_{w.model}"], par.max_length) for r in rows]
-    config = model_config(snakemake.input.model)
-    tokens = int(statistics.median(lengths))
-    ceiling = probe_ceiling(snakemake.input.model, tokens, par.threads)
-    gflop_per_row = sum(encoder_flops(config, n) for n in lengths) / len(lengths) / 1e9
-    reached = gflop_per_row / profile["call_ms_per_row"] * 1e3 / ceiling["ceiling_gflops"]
+    record = ceiling_profile(inp.onnx, inp.model, rows, w.model, par.threads, par.warmup, par.max_length)
+    before, after = record["ceiling"]["probes_gflops"]
     print(
-        f"{profile['call_ms_per_row']:.2f} ms a row, matrix products {100 * profile['matrix_share']:.1f}% of "
-        f"kernel time; ceiling {ceiling['ceiling_gflops']:.1f} GFLOP/s at {tokens} tokens, "
-        f"{100 * reached:.1f}% of it reached with the profiler on"
+        f"{record['profile']['call_ms_per_row']:.2f} ms a row; ceiling probed {before:.1f} and {after:.1f} "
+        f"GFLOP/s at {record['tokens']} tokens; {100 * reached_share(record):.1f}% of the higher reached"
     )
     write_json(
-        {
-            "model": w.model,
-            "optimizer": par.optimizer,
-            "onnx": str(snakemake.input.onnx),
-            "tokens": tokens,
-            "gflop_per_row": gflop_per_row,
-            "profile": profile,
-            "ceiling": ceiling,
-            "provenance": provenance(par.repo, "cpu"),
-        },
-        snakemake.output[0],
+        record | {"optimizer": par.optimizer, "provenance": provenance(par.repo, "cpu")}, snakemake.output[0]
     )
