@@ -4,6 +4,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 from rmbench.readme import BLOCK, DOCS, write
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,3 +48,14 @@ def test_the_headline_says_how_close_the_best_runtime_runs_to_the_probed_ceiling
     line = ceiling_lines(probed)[-1]
     assert "deberta native optimizer=relative_shift, 78% [75, 82] of 195 GFLOP/s" in line
     assert ceiling_lines(ROOT / "docs/runlog/runs/2026-12-05-three-models") == []  # none probed
+
+
+def test_the_headline_says_where_the_rest_of_the_ceiling_goes(tmp_path):
+    from rmbench.readme import gap_lines
+
+    assert gap_lines(tmp_path) == []  # a run without the table
+    shares = {"the model's FLOPs at the ceiling": 0.7, "Slice": 0.1, "Where": 0.05, "Add": 0.12, "Div": 0.03}
+    rows = [{"model": "deberta", "part": part, "share": share} for part, share in shares.items()]
+    pd.DataFrame(rows).to_csv(tmp_path / "ceiling_gap.csv", index=False)
+    line = gap_lines(tmp_path, parts=2)[-1]
+    assert "deberta 70% at the ceiling, then Add 12%, Slice 10%." in line

@@ -135,8 +135,8 @@ def reached_share(record: dict) -> float:
 
 # The ceiling-gap table's parts that are not an operator type
 AT_CEILING = "the model's FLOPs at the ceiling"
-MATRIX_BELOW = "matrix products, slower than the ceiling"
-OUTSIDE_KERNELS = "outside the kernels (tokenizing, session)"
+MATRIX_BELOW = "matrix products below the ceiling's rate"
+OUTSIDE_KERNELS = "outside the kernels (tokenizing and session)"
 
 
 def ceiling_gap_parts(record: dict, top: int) -> list[dict]:
