@@ -230,6 +230,8 @@ def test_a_probed_launch_records_the_ceiling_of_its_own_process(tiny_model, refe
     assert m["ceiling_tokens"] == int(np.median([r["tokens_tiny"] for r in rows]))
     assert set(m["ceiling_rates"]) == {"onnxruntime", "numpy"}
     assert m["ceiling_gflops"] == max(m["ceiling_rates"].values()) == m["ceiling_rates"][m["ceiling_library"]]
+    # probed before the engine loads and after the timed region: the higher is the ceiling
+    assert len(m["ceiling_probes_gflops"]) == 2 and m["ceiling_gflops"] == max(m["ceiling_probes_gflops"])
     assert m["fraction_of_ceiling"] == pytest.approx(m["gflops"] / m["ceiling_gflops"])
     plain = run_launch(cell, rows, reference, tiny_model["model"], tiny_model["onnx"], SETTINGS)
     assert np.isfinite(plain["metrics"]["gflops"]) and "ceiling_gflops" not in plain["metrics"]

@@ -543,7 +543,7 @@ def test_the_ceiling_profile_times_a_launchs_rows_between_two_probes(tiny_model)
         > profile["run_ms_per_row"]
         > sum(o["ms_per_row"] for o in profile["operators"])
     )
-    assert ceiling["ceiling_gflops"] == max(ceiling["probes_gflops"]) > 0
+    assert ceiling["ceiling_gflops"] == max(ceiling["ceiling_probes_gflops"]) > 0
     assert (
         record["tokens"] == int(np.median([r["tokens_tiny"] for r in rows[:4]]))
         and record["gflop_per_row"] > 0

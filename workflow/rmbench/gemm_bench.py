@@ -130,10 +130,11 @@ PROBE_ITERATIONS = 10
 
 
 def probe_ceiling(model_dir, tokens: int, threads: int) -> dict:
-    """The GEMM ceiling measured inside a launch, right after its timed region: one encoder
-    layer's GEMMs at `tokens` rows (the launch's median row length), each probe library at the
-    launch's threads. The achieved FLOP/s it is compared with were measured seconds before, in
-    the same process, so the machine's drift over a run cancels in the fraction."""
+    """The GEMM ceiling measured inside a launch, before its engine loads and after its timed
+    region: one encoder layer's GEMMs at `tokens` rows (the launch's median row length), each
+    probe library at the launch's threads. The achieved FLOP/s it is compared with were measured
+    seconds apart, in the same process, so the machine's drift over a run cancels in the
+    fraction."""
     shapes = layer_shapes(model_dir, tokens)
     rates = {
         library: layer_rate(library, shapes, threads, PROBE_ITERATIONS)[1]["gflops"]
@@ -146,3 +147,10 @@ def probe_ceiling(model_dir, tokens: int, threads: int) -> dict:
         "ceiling_tokens": tokens,
         "ceiling_rates": rates,
     }
+
+
+def best_probe(probes: list[dict]) -> dict:
+    """The highest of several probe_ceiling results, with every probe's rate: a ceiling is what
+    the machine gives at best, and one probe can fall in a dip of a shared host."""
+    best = max(probes, key=lambda probe: probe["ceiling_gflops"])
+    return best | {"ceiling_probes_gflops": [probe["ceiling_gflops"] for probe in probes]}

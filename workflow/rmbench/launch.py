@@ -17,7 +17,7 @@ from .batching import batch_plan, make_batches, padding_waste
 from .colocation import split_threads, time_colocated
 from .export import parity_failure
 from .flops import achieved_gflops
-from .gemm_bench import probe_ceiling
+from .gemm_bench import best_probe, probe_ceiling
 from .provenance import nvidia_gpu_present
 from .runtimes import Unsupported, runtime_class
 
@@ -186,11 +186,22 @@ def launch_threads(cell: dict, settings: dict, options: dict) -> int:
     return settings["threads"]
 
 
-def launch_ceiling(work: Workload, achieved_gflops: float) -> dict:
-    """The fp32 GEMM ceiling probed after the timed region (engine closed), at the median length
-    of the launch's rows, and the launch's achieved FLOP/s as a fraction of it."""
-    tokens = int(np.median(work.lengths()))
-    ceiling = probe_ceiling(work.model_dir, tokens, work.settings["threads"])
+def wants_ceiling(cell: dict, work: Workload) -> bool:
+    """Whether the launch probes the GEMM ceiling: asked for, on the CPU, and its rows carry the
+    token counts its FLOPs need."""
+    counted = all(f"tokens_{work.model}" in row for row in work.rows)
+    return bool(work.settings.get("ceiling_probe")) and cell["device"] == "cpu" and counted
+
+
+def probe_launch_ceiling(work: Workload) -> dict:
+    """The fp32 GEMM ceiling at the median length of the launch's rows, at its threads."""
+    return probe_ceiling(work.model_dir, int(np.median(work.lengths())), work.settings["threads"])
+
+
+def launch_ceiling(work: Workload, achieved_gflops: float, before: dict) -> dict:
+    """The fp32 GEMM ceiling probed before the engine loads and after the timed region (engine
+    closed), the higher of the two, and the launch's achieved FLOP/s as a fraction of it."""
+    ceiling = best_probe([before, probe_launch_ceiling(work)])
     return ceiling | {"fraction_of_ceiling": achieved_gflops / ceiling["ceiling_gflops"]}
 
 
@@ -220,6 +231,7 @@ def run_launch(
     threads = launch_threads(cell, settings, runtime_options or {})
     runtime = cls(model_dir, onnx_path, cell["device"], threads, settings["max_length"], runtime_options)
     work = Workload(rows, cell["model"], model_dir, settings)
+    ceiling_before = probe_launch_ceiling(work) if wants_ceiling(cell, work) else None
     started = time.perf_counter()
     fired = []
     try:
@@ -251,12 +263,8 @@ def run_launch(
         "tolerance": tolerance,
         **measured,  # the scenario's metrics, per-row scores (and what else the runtime measured)
     }
-    if (
-        settings.get("ceiling_probe")
-        and cell["device"] == "cpu"
-        and np.isfinite(measured.get("gflops", np.nan))
-    ):
-        record["metrics"] |= launch_ceiling(work, measured["gflops"])
+    if ceiling_before is not None and np.isfinite(measured.get("gflops", np.nan)):
+        record["metrics"] |= launch_ceiling(work, measured["gflops"], ceiling_before)
     if measured.get("mismatch"):  # a scenario's own check (co-location: the replies' scores)
         return record | {"status": "mismatch", "reason": measured["mismatch"]}
     if errors.max() > tolerance:

@@ -4,7 +4,8 @@ The ceiling is the best library's rate in the gemm study (one encoder layer's ma
 same thread count); a runtime's achieved rate is model FLOPs over measured time per launch
 (rmbench.flops), so the fraction says how close the whole pipeline, tokenization included, runs
 to what the matmul kernels alone could do. Studies with `ceiling_probe` also measure the ceiling
-inside every launch, right after its timed region (rmbench.gemm_bench.probe_ceiling): on a shared
+inside every launch, before the engine loads and after its timed region, the higher counting
+(rmbench.gemm_bench.probe_ceiling, best_probe): on a shared
 machine whose speed drifts over the hours, only that per-launch fraction compares numbers
 measured at the same time, so it gets the interval.
 """
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .flops import encoder_flops, model_config
-from .gemm_bench import probe_ceiling
+from .gemm_bench import best_probe, probe_ceiling
 from .operators import MATRIX_OPS, operator_profile
 from .provenance import host_cell, launch_hosts
 from .stats import t_interval
@@ -107,15 +108,14 @@ def ceiling_profile(
     """ONNX Runtime's operator profile of `rows` scored as a launch scores them (the first
     `warmup` rows untimed, then every row alone), the FLOP model's work per row, and the GEMM
     ceiling probed in the same process before and after at the rows' median length. The ceiling
-    is the higher probe: what the machine gives at best (one probe can fall in a dip, and then
-    the matrix products would seem to beat it)."""
+    is the higher probe (gemm_bench.best_probe; after a dip the matrix products would seem to
+    beat it)."""
     lengths = [min(row[f"tokens_{model}"], max_length) for row in rows]
     tokens = int(np.median(lengths))
     pairs = [(r["prompt"], r["response"]) for r in rows[:warmup] + rows]
     before = probe_ceiling(model_dir, tokens, threads)
     profile = operator_profile(onnx_path, model_dir, pairs, threads, warmup, max_length)
     after = probe_ceiling(model_dir, tokens, threads)
-    ceiling = max(before, after, key=lambda probe: probe["ceiling_gflops"])
     config = model_config(model_dir)
     return {
         "model": model,
@@ -123,7 +123,7 @@ def ceiling_profile(
         "tokens": tokens,
         "gflop_per_row": sum(encoder_flops(config, n) for n in lengths) / len(lengths) / 1e9,
         "profile": profile,
-        "ceiling": ceiling | {"probes_gflops": [before["ceiling_gflops"], after["ceiling_gflops"]]},
+        "ceiling": best_probe([before, after]),
     }
 
 

@@ -18,7 +18,7 @@ with logged(snakemake.log[0]):
         f"profiling {w.model} ({inp.onnx}): {len(rows)} rows after {par.warmup} warm-up, {par.threads} threads"
     )
     record = ceiling_profile(inp.onnx, inp.model, rows, w.model, par.threads, par.warmup, par.max_length)
-    before, after = record["ceiling"]["probes_gflops"]
+    before, after = record["ceiling"]["ceiling_probes_gflops"]
     print(
         f"{record['profile']['call_ms_per_row']:.2f} ms a row; ceiling probed {before:.1f} and {after:.1f} "
         f"GFLOP/s at {record['tokens']} tokens; {100 * reached_share(record):.1f}% of the higher reached"
