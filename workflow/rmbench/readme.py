@@ -34,7 +34,7 @@ RECORDED_FILES = (
     "tables/findings.md",
     "figures/latency.png",
 )
-# ... and where the run made them (a run of the latency study's probe)
+# ... and those a run makes only where the latency study probes the ceiling
 OPTIONAL_FILES = ("tables/ceiling_gap.csv",)
 DOCS = ("README.md", "docs/findings.md")
 BLOCK = re.compile(

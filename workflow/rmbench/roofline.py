@@ -139,6 +139,11 @@ MATRIX_BELOW = "matrix products below the ceiling's rate"
 OUTSIDE_KERNELS = "outside the kernels (tokenizing and session)"
 
 
+def matrix_ms(profile: dict) -> float:
+    """An operator profile's time per row in matrix products (what the GEMM ceiling bounds)."""
+    return sum(o["ms_per_row"] for o in profile["operators"] if o["op_type"] in MATRIX_OPS)
+
+
 def ceiling_gap_parts(record: dict, top: int) -> list[dict]:
     """One model's time per row (ms, its operator profile's whole call) split into parts that add
     up to it: the model's FLOPs at the probed ceiling (the share of the ceiling reached), the rest
@@ -146,10 +151,9 @@ def ceiling_gap_parts(record: dict, top: int) -> list[dict]:
     operators together, and what ran outside the kernels."""
     profile, ceiling = record["profile"], record["ceiling"]["ceiling_gflops"]
     ops = profile["operators"]
-    matrix_ms = sum(o["ms_per_row"] for o in ops if o["op_type"] in MATRIX_OPS)
     rest = [o for o in ops if o["op_type"] not in MATRIX_OPS]  # most time first
     at_ceiling = record["gflop_per_row"] / ceiling * 1e3
-    parts = [(AT_CEILING, at_ceiling), (MATRIX_BELOW, matrix_ms - at_ceiling)]
+    parts = [(AT_CEILING, at_ceiling), (MATRIX_BELOW, matrix_ms(profile) - at_ceiling)]
     shown = rest[:top] if len(rest) > top + 1 else rest  # one left over is shown by its name
     parts += [(o["op_type"], o["ms_per_row"]) for o in shown]
     if len(rest) > len(shown):
@@ -172,7 +176,6 @@ def ceiling_gap_table(records: list[dict], best: pd.DataFrame, top: int = 5) -> 
     rows = []
     for record in sorted(records, key=lambda r: r["model"]):
         profile = record["profile"]
-        matrix_ms = sum(o["ms_per_row"] for o in profile["operators"] if o["op_type"] in MATRIX_OPS)
         model = {
             "model": record["model"],
             "export": record["optimizer"],
@@ -180,7 +183,7 @@ def ceiling_gap_table(records: list[dict], best: pd.DataFrame, top: int = 5) -> 
             "tokens": record["tokens"],
             "gflop_per_row": record["gflop_per_row"],
             "ceiling_gflops": record["ceiling"]["ceiling_gflops"],
-            "matrix_gflops": record["gflop_per_row"] / matrix_ms * 1e3,
+            "matrix_gflops": record["gflop_per_row"] / matrix_ms(profile) * 1e3,
         }
         found = best[(best["model"] == record["model"]) & (best["metric"] == "p50_ms")]
         if not found.empty:
