@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import snakemake
-from rmbench.operators import MATRIX_OPS, SESSION_RUN, WHOLE_CALL
+from rmbench.operators import MATRIX_OPS, SESSION_RUN, SUMMARY_ROWS, WHOLE_CALL
 from rmbench.paper import quoted_keys, text_files
 
 
@@ -243,11 +243,14 @@ def test_every_study_has_its_table(smoke_run):
     assert set(total.index) == {"none", "relative_shift"}
     assert (operators.batch == 4).all()
     assert (total.ms_per_row_alone > 0).all() and (total.ms_per_row_batched > 0).all()
-    ops = operators[~operators.op_type.isin(["total", SESSION_RUN]) & (operators.optimizer == "none")]
+    ops = operators[~operators.op_type.isin(SUMMARY_ROWS) & (operators.optimizer == "none")]
     assert ops.extra_ms_per_row.sum() == pytest.approx(total.extra_ms_per_row["none"])
     # the whole session.run per row: at least its kernels' time
     run = operators[operators.op_type == SESSION_RUN].set_index("optimizer")
     assert (run.ms_per_row_alone >= total.ms_per_row_alone).all() and (run.ratio > 0).all()
+    # ... and the whole call (tokenizing and feeding too): at least the session.run
+    call = operators[operators.op_type == WHOLE_CALL].set_index("optimizer")
+    assert (call.ms_per_row_alone >= run.ms_per_row_alone).all()
     assert ops[ops.matrix_product].op_type.isin(MATRIX_OPS).all() and ops.matrix_product.any()
     assert r"\label{tab:batch-operators}" in (smoke_run / "paper/tables/batch_operators.tex").read_text()
     # torch.profiler on the same rows in the PyTorch runtimes (torch_runtimes): the weight products'
