@@ -5,9 +5,13 @@ same thread count); a runtime's achieved rate is model FLOPs over measured time 
 (rmbench.flops), so the fraction says how close the whole pipeline, tokenization included, runs
 to what the matmul kernels alone could do. Studies with `ceiling_probe` also measure the ceiling
 inside every launch, before the engine loads and after its timed region, the higher counting
-(rmbench.gemm_bench.probe_ceiling, best_probe): on a shared
-machine whose speed drifts over the hours, only that per-launch fraction compares numbers
-measured at the same time, so it gets the interval.
+(rmbench.gemm_bench.probe_ceiling, best_probe): on a shared machine whose speed drifts over the
+hours, only that per-launch fraction compares numbers measured at the same time, so it gets the
+interval.
+
+- roofline_table: every runtime's achieved rate against both ceilings (extended tier).
+- ceiling_profile / ceiling_gap_table: where the rest of the ceiling goes, per model, from ONNX
+  Runtime's operator profile of the export the engines load (the `ceiling_gap` table).
 """
 
 from __future__ import annotations
