@@ -75,6 +75,10 @@ class Workload:
         self.pairs = [(r["prompt"], r["response"]) for r in rows]
         self.rows, self.model, self.model_dir, self.settings = rows, model, model_dir, settings
 
+    def counted(self) -> bool:
+        """Whether every row carries its token count (sample sets written by the sample_set rule do)."""
+        return all(f"tokens_{self.model}" in r for r in self.rows)
+
     def lengths(self) -> list[int]:
         """Each pair's token count after truncation, from the sample set's counts."""
         key = f"tokens_{self.model}"
@@ -189,8 +193,7 @@ def launch_threads(cell: dict, settings: dict, options: dict) -> int:
 def wants_ceiling(cell: dict, work: Workload) -> bool:
     """Whether the launch probes the GEMM ceiling: asked for, on the CPU, and its rows carry the
     token counts its FLOPs need."""
-    counted = all(f"tokens_{work.model}" in row for row in work.rows)
-    return bool(work.settings.get("ceiling_probe")) and cell["device"] == "cpu" and counted
+    return bool(work.settings.get("ceiling_probe")) and cell["device"] == "cpu" and work.counted()
 
 
 def probe_launch_ceiling(work: Workload) -> dict:

@@ -183,8 +183,9 @@ def batch_operator_table(
     ratio, the extra milliseconds per row the batch costs (negative: saves), and that as a share
     of the whole difference; a 'total' row per model and `by` (the kernels' sum) and, where
     profiled, a 'session run' row (ORT's whole session.run) and a 'whole call' row (the score
-    call, tokenizing included; PyTorch's profiles have this one only). Where a batch without padding is no faster per row, this says which
-    operators keep it so; where it is faster, which make it so."""
+    call, tokenizing included; PyTorch's profiles have this one only). Where a batch without
+    padding is no faster per row, this says which operators keep it so; where it is faster,
+    which make it so."""
     rows = []
     for (model, variant), by_batch in sorted(profiles.items()):
         (alone, one), (size, batched) = sorted(by_batch.items())
