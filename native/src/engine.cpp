@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "disentangled_bias.h"
 #include "errors.h"
 
 namespace rmscore {
@@ -16,6 +17,7 @@ Ort::SessionOptions session_options(const EngineOptions& options) {
   so.SetInterOpNumThreads(1);
   so.SetExecutionMode(ExecutionMode::ORT_SEQUENTIAL);
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
+  so.Add(custom_op_domain());  // the engine's own operators, for exports that call them
   if (options.device == "cuda") {
     auto providers = Ort::GetAvailableProviders();
     if (std::find(providers.begin(), providers.end(), "CUDAExecutionProvider") == providers.end())

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from .errors import ParityError
+from .errors import ParityError, RmbenchError
 from .families import family_of_config
 from .models import MAX_LENGTH, encode, load_model, load_tokenizer, token_ids
-from .onnx_files import ATTENTION_EXPORTS
+from .onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS
 
 
 def export_onnx(model_dir: Path, out_path: Path, opset: int, attention: str = "stock") -> None:
@@ -21,10 +22,12 @@ def export_onnx(model_dir: Path, out_path: Path, opset: int, attention: str = "s
 
     if attention not in ATTENTION_EXPORTS:
         raise ValueError(f"attention export must be one of {', '.join(ATTENTION_EXPORTS)}, not {attention}")
-    if attention == "relative_shift":
-        from .relative_shift import patched
-    else:
+    if attention == "stock":
         patched = contextlib.nullcontext
+    else:
+        from .relative_shift import patched
+
+        patched = functools.partial(patched, as_one_operator=attention in NATIVE_OPERATOR_EXPORTS)
     out_path = Path(out_path)
     with tempfile.TemporaryDirectory() as tmp, patched():
         main_export(
@@ -97,10 +100,13 @@ def ort_session(
     profile_prefix: str | None = None,
     execution: str = "sequential",
     inter_op_threads: int = 1,
+    operators: Path | None = None,
 ):
     """An InferenceSession with the project's thread settings (one intra-op pool, sequential, one
     inter-op thread, unless told otherwise) and a graph optimization level (GRAPH_LEVELS); with
-    profile_prefix, ORT's own profiler on (every operator's time, written by session.end_profiling())."""
+    profile_prefix, ORT's own profiler on (every operator's time, written by session.end_profiling());
+    with operators, the native engine's operator library registered (exports that call its
+    operators: onnx_files.NATIVE_OPERATOR_EXPORTS)."""
     import onnxruntime as ort
 
     if graph not in GRAPH_LEVELS:
@@ -120,11 +126,21 @@ def ort_session(
         "extended": level.ORT_ENABLE_EXTENDED,
         "all": level.ORT_ENABLE_ALL,
     }[graph]
+    if operators:
+        options.register_custom_ops_library(str(operators))
     if profile_prefix:
         options.enable_profiling = True
         options.profile_file_prefix = profile_prefix
     providers = ["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
-    return ort.InferenceSession(str(onnx_path), options, providers=providers)
+    try:
+        return ort.InferenceSession(str(onnx_path), options, providers=providers)
+    except Exception as error:  # onnxruntime raises its own Fail
+        if "rmbench:" in str(error) and not operators:
+            raise RmbenchError(
+                f"{onnx_path} calls the native engine's operators (domain rmbench): give the session "
+                "its operator library, results/native/bin/librmbench_ops.so (rule native_build)"
+            ) from error
+        raise
 
 
 def ort_feed(session, encoded) -> dict:
@@ -157,10 +173,12 @@ def parity_report(
     batch_size: int,
     threads: int,
     min_score_std: float,
+    operators: Path | None = None,
 ) -> dict:
-    """Compares ONNX Runtime with the PyTorch reference on every row, alone and in padded batches."""
+    """Compares ONNX Runtime with the PyTorch reference on every row, alone and in padded batches
+    (with the native engine's operator library where the export calls its operators)."""
     tokenizer = load_tokenizer(model_dir)
-    session = ort_session(onnx_path, threads)
+    session = ort_session(onnx_path, threads, operators=operators)
     pairs = [(r["prompt"], r["response"]) for r in rows]
     ref = np.asarray(reference, dtype=np.float64)
     single = np.array([ort_scores(session, tokenizer, [p])[0] for p in pairs])

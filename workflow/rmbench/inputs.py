@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .cells import gated_params, parse_params, precision, runtime_options, study_config
 from .families import family
-from .onnx_files import onnx_file
+from .onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS, OPTIMIZER_SUFFIX, onnx_file
 from .runtimes import family_reason, native_engine_needed, runtime_class
 
 FIDELITY_PATH = "results/fidelity/{model}/{runtime}/{params}.json"
@@ -21,6 +21,13 @@ WARM_CACHE_PATH = (
     "results/inductor-cache/warmed/{study}/{model}/{device}/{runtime}/{params}/launch~{launch}.json"
 )
 NATIVE_BINARY = "results/native/bin/rmscore"
+NATIVE_OPERATORS = "results/native/bin/librmbench_ops.so"  # the engine's operators, for other sessions
+
+
+def operator_library(optimizer: str) -> dict:
+    """The native engine's operator library, where a Python session loads an export that calls
+    its operators (parity gate, operator profile); else nothing."""
+    return {"operators": NATIVE_OPERATORS} if optimizer in NATIVE_OPERATOR_EXPORTS else {}
 
 
 def job_options(config: dict, job: dict) -> dict:
@@ -70,8 +77,9 @@ def scoring_inputs(config: dict, job: dict) -> dict:
         optimizer = options.get("optimizer", "none")  # a variant's, else the runtime's own option
         inputs["onnx"] = onnx_file(model, precision(job["params"]), optimizer, params.get("matmuls"))
         inputs["parity"] = f"results/correctness/{model}.json"
-        if optimizer == "relative_shift":  # another export: its own parity gate too
-            inputs["shift_parity"] = f"results/correctness/{model}.relshift.json"
+        if optimizer in ATTENTION_EXPORTS:  # another export: its own parity gate too
+            inputs["export_parity"] = f"results/correctness/{model}{OPTIMIZER_SUFFIX[optimizer]}.json"
+        inputs |= operator_library(optimizer)
         if optimizer == "transformers":  # the fused graph: a gate it may fail (its launches say so)
             inputs["fused_parity"] = f"results/correctness/{model}.opt.json"
     return inputs | native_inputs(config, job)

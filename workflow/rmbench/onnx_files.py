@@ -7,9 +7,15 @@ from __future__ import annotations
 
 from .errors import RmbenchError
 
-# How DeBERTa's relative attention is exported: as transformers writes it, or as a diagonal
-# shift (relative_shift.py; models without relative attention export the same graph either way).
-ATTENTION_EXPORTS = ("stock", "relative_shift")
+# How DeBERTa's relative attention is exported: as transformers writes it, as a diagonal shift
+# in ONNX's own operators, or with the shift and sum as the native engine's operator
+# rmbench.DisentangledBias (relative_shift.py; models without relative attention export the same
+# graph every way).
+ATTENTION_EXPORTS = ("stock", "relative_shift", "disentangled_bias")
+# Exports that call the native engine's own operators: only ONNX Runtime sessions that register
+# its operator library load them (the engine itself; ORT-Python, the gates and the profiles given
+# the library). OpenVINO cannot.
+NATIVE_OPERATOR_EXPORTS = ("disentangled_bias",)
 
 # Which MatMuls an int8 file quantizes: every one with a constant weight, or parts of each layer
 # joined by '-': the attention projections, the feed-forward's input MatMuls (up, and gate where
@@ -21,11 +27,18 @@ MATMUL_GROUPS = ("all", "ffn", "attention", "ffn_in", "ffn_out", "attention-ffn_
 
 
 # The exports of one model: `optimizer: transformers` loads the file after
-# onnxruntime.transformers' fusions (rule optimize_onnx), `optimizer: relative_shift` the export
-# with DeBERTa's relative attention as a diagonal shift (rule export_onnx_relative_shift). What each
-# runtime takes is its own declaration (Runtime.settings).
-OPTIMIZER_SUFFIX = {"none": "", "transformers": ".opt", "relative_shift": ".relshift"}
+# onnxruntime.transformers' fusions (rule optimize_onnx), `optimizer: relative_shift` or
+# `disentangled_bias` another attention export (rule export_onnx_attention). What each runtime
+# takes is its own declaration (Runtime.settings).
+OPTIMIZER_SUFFIX = {
+    "none": "",
+    "transformers": ".opt",
+    "relative_shift": ".relshift",
+    "disentangled_bias": ".dbias",
+}
 ONNX_OPTIMIZERS = tuple(OPTIMIZER_SUFFIX)
+# What OpenVINO loads: all but the exports that call the native engine's operators.
+PORTABLE_OPTIMIZERS = tuple(o for o in ONNX_OPTIMIZERS if o not in NATIVE_OPERATOR_EXPORTS)
 
 
 def onnx_file(

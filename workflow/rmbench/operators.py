@@ -39,12 +39,19 @@ MATRIX_OPS = {
 
 
 def operator_profile(
-    onnx_path: Path, model_dir: Path, pairs: list[tuple[str, str]], threads: int, warmup: int, max_length: int
+    onnx_path: Path,
+    model_dir: Path,
+    pairs: list[tuple[str, str]],
+    threads: int,
+    warmup: int,
+    max_length: int,
+    operators: Path | None = None,
 ) -> dict:
     """Each pair scored alone by ORT (graph level all) with its profiler on; the kernel time of
     every operator after `warmup` rows, summed by operator type, per row. Profiling slows every
-    operator a little, so this gives shares, not latencies (those come from the study's launches)."""
-    return operator_profiles(onnx_path, model_dir, pairs, threads, warmup, max_length, (1,))[1]
+    operator a little, so this gives shares, not latencies (those come from the study's launches).
+    `operators`: the native engine's operator library, for exports that call its operators."""
+    return operator_profiles(onnx_path, model_dir, pairs, threads, warmup, max_length, (1,), operators)[1]
 
 
 def operator_profiles(
@@ -55,6 +62,7 @@ def operator_profiles(
     warmup: int,
     max_length: int,
     batches: tuple[int, ...],
+    operators: Path | None = None,
 ) -> dict[int, dict]:
     """operator_profile per batch size: each pair scored as a batch of b copies of itself (no
     padding) for every b in `batches` in turn, in one session, so that the machine's drift falls on
@@ -62,7 +70,7 @@ def operator_profiles(
     tokenizer = load_tokenizer(model_dir)
     call_s = []  # each call's wall time, tokenizing included, in the order the runs were
     with tempfile.TemporaryDirectory() as tmp:
-        session = ort_session(onnx_path, threads, profile_prefix=str(Path(tmp) / "ort"))
+        session = ort_session(onnx_path, threads, profile_prefix=str(Path(tmp) / "ort"), operators=operators)
         for pair in pairs:
             for batch in batches:
                 start = time.perf_counter()

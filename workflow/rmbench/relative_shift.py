@@ -22,6 +22,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import torch
+from optimum.exporters.onnx.base import OnnxConfig
 from transformers.models.deberta_v2 import modeling_deberta_v2 as deberta_v2
 
 
@@ -58,22 +59,44 @@ def disentangled_attention_bias(self, query_layer, key_layer, relative_pos, rel_
         pos_query_proj = getattr(self, "pos_query_proj", None)
         pos_key_proj = getattr(self, "pos_key_proj", None)
     length, depth = query_layer.size(-2), query_layer.size(-1)
-    score = 0
+    terms = {}
     if "c2p" in self.pos_att_type:
         pos_key = scaled_positions(
             self.transpose_for_scores(pos_key_proj(rel_embeddings), heads), scale_factor
         )
         queries = query_layer.view(-1, heads, length, depth)
         c2p = torch.matmul(queries, pos_key.index_select(1, c2p_rows).transpose(-1, -2))
-        score += diagonal_shift(c2p.view(-1, length, c2p.size(-1)))
+        terms["c2p"] = c2p.view(-1, length, c2p.size(-1))
     if "p2c" in self.pos_att_type:
         pos_query = scaled_positions(
             self.transpose_for_scores(pos_query_proj(rel_embeddings), heads), scale_factor
         )
         keys = key_layer.view(-1, heads, length, depth)
         p2c = torch.matmul(keys, pos_query.index_select(1, p2c_rows).transpose(-1, -2))
-        score += diagonal_shift(p2c.view(-1, length, p2c.size(-1))).transpose(-1, -2)
+        terms["p2c"] = p2c.view(-1, length, p2c.size(-1))
+    if self._as_one_operator and len(terms) == 2:
+        return DisentangledBias.apply(terms["c2p"], terms["p2c"])
+    score = 0
+    if "c2p" in terms:
+        score += diagonal_shift(terms["c2p"])
+    if "p2c" in terms:
+        score += diagonal_shift(terms["p2c"]).transpose(-1, -2)
     return score
+
+
+class DisentangledBias(torch.autograd.Function):
+    """Both terms shifted and summed as one operator, rmbench.DisentangledBias, which the native
+    engine registers (native/src/disentangled_bias.cpp): one pass instead of two diagonal-shift
+    copies, a transpose and an add. PyTorch computes it with the ONNX graph's own steps, so the
+    traced export and eager agree; only the exported node differs."""
+
+    @staticmethod
+    def forward(ctx, c2p: torch.Tensor, p2c: torch.Tensor) -> torch.Tensor:
+        return diagonal_shift(c2p) + diagonal_shift(p2c).transpose(-1, -2)
+
+    @staticmethod
+    def symbolic(g, c2p, p2c):
+        return g.op("rmbench::DisentangledBias", c2p, p2c).setType(c2p.type().with_sizes([None, None, None]))
 
 
 def scaled_positions(projected: torch.Tensor, scale_factor: int) -> torch.Tensor:
@@ -85,12 +108,21 @@ def scaled_positions(projected: torch.Tensor, scale_factor: int) -> torch.Tensor
 
 
 @contextmanager
-def patched():
-    """transformers' DeBERTa-v2/v3 attention uses the diagonal shift inside the block."""
+def patched(as_one_operator: bool = False):
+    """transformers' DeBERTa-v2/v3 attention uses the diagonal shift inside the block; with
+    as_one_operator, the export writes the shift and sum as rmbench.DisentangledBias."""
     attention = deberta_v2.DisentangledSelfAttention
     original = attention.disentangled_attention_bias
     attention.disentangled_attention_bias = disentangled_attention_bias
+    attention._as_one_operator = as_one_operator
+    # optimum reloads each export in a plain ORT session to rename odd output axes; that session
+    # cannot know rmbench's operator, and a classifier's logits axes are named already.
+    config = OnnxConfig.fix_dynamic_axes
+    if as_one_operator:
+        OnnxConfig.fix_dynamic_axes = lambda *args, **kwargs: None
     try:
         yield
     finally:
+        OnnxConfig.fix_dynamic_axes = config
         attention.disentangled_attention_bias = original
+        del attention._as_one_operator

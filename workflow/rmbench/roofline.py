@@ -107,18 +107,25 @@ def roofline_table(
 
 
 def ceiling_profile(
-    onnx_path, model_dir, rows: list[dict], model: str, threads: int, warmup: int, max_length: int
+    onnx_path,
+    model_dir,
+    rows: list[dict],
+    model: str,
+    threads: int,
+    warmup: int,
+    max_length: int,
+    operators=None,
 ) -> dict:
     """ONNX Runtime's operator profile of `rows` scored as a launch scores them (the first
     `warmup` rows untimed, then every row alone), the FLOP model's work per row, and the GEMM
     ceiling probed in the same process before and after at the rows' median length. The ceiling
     is the higher probe (gemm_bench.best_probe; after a dip the matrix products would seem to
-    beat it)."""
+    beat it). `operators`: the native engine's operator library, for exports that call it."""
     lengths = [min(row[f"tokens_{model}"], max_length) for row in rows]
     tokens = int(np.median(lengths))
     pairs = [(r["prompt"], r["response"]) for r in rows[:warmup] + rows]
     before = probe_ceiling(model_dir, tokens, threads)
-    profile = operator_profile(onnx_path, model_dir, pairs, threads, warmup, max_length)
+    profile = operator_profile(onnx_path, model_dir, pairs, threads, warmup, max_length, operators)
     after = probe_ceiling(model_dir, tokens, threads)
     config = model_config(model_dir)
     return {

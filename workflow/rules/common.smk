@@ -122,6 +122,12 @@ def headline_set(study):
     return study_headline_set(config, study)
 
 
+def export_operators(wildcards):
+    """The native engine's operator library where a profile loads an export that calls it: the
+    rule's optimizer wildcard, else the export the latency study's engines load."""
+    return inputs.operator_library(wildcards.get("optimizer", engine_export(config)))
+
+
 def headline_rows(study):
     """The rows of a study's headline set (what its one-process probes score)."""
     return f"results/data/{headline_set(study)}.jsonl"

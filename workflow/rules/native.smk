@@ -6,7 +6,8 @@ rule native_build:
     input:
         local(NATIVE_SOURCES),  # workflow sources travel with the workflow, not through storage
     output:
-        "results/native/bin/rmscore",
+        binary="results/native/bin/rmscore",
+        operators=inputs.NATIVE_OPERATORS,  # its operators, for ONNX Runtime from Python
     log:
         "results/logs/native/build.log",
     priority: SETUP_PRIORITY
@@ -23,7 +24,8 @@ rule native_build:
         " || rm -rf {params.build}; cmake -S native -B {params.build} -DCMAKE_BUILD_TYPE=Release -DPYTHON={params.python}"
         " && cmake --build {params.build} -j {threads}"
         " && ctest --test-dir {params.build} --output-on-failure"
-        " && cp {params.build}/rmscore {output}) > {log} 2>&1"
+        " && cp {params.build}/rmscore {output.binary}"
+        " && cp {params.build}/librmbench_ops.so {output.operators}) > {log} 2>&1"
 
 
 rule native_parity:

@@ -85,8 +85,9 @@ rule export_onnx_relative_shift:
         mem_mb=12000,
     params:
         opset=config["parity"]["opset"],
+        attention="relative_shift",
     script:
-        "../scripts/export_onnx_relative_shift.py"
+        "../scripts/export_onnx_attention.py"
 
 
 use rule parity as parity_relative_shift with:
@@ -99,6 +100,32 @@ use rule parity as parity_relative_shift with:
         "results/correctness/{model}.relshift.json",
     log:
         "results/logs/correctness/{model}_relshift.log",
+
+
+# The same diagonal shift, with the shift and the sum of both terms as the native engine's own
+# operator (rmbench.DisentangledBias, native/src/disentangled_bias.cpp). Its parity gate
+# registers the engine's operator library in ONNX Runtime.
+use rule export_onnx_relative_shift as export_onnx_disentangled_bias with:
+    output:
+        "results/onnx/{model}/model.dbias.onnx",
+    log:
+        "results/logs/onnx/{model}_dbias.log",
+    params:
+        opset=config["parity"]["opset"],
+        attention="disentangled_bias",
+
+
+use rule parity as parity_disentangled_bias with:
+    input:
+        model="results/models/{model}",
+        onnx="results/onnx/{model}/model.dbias.onnx",
+        rows="results/data/main60.jsonl",
+        reference="results/reference/{model}/main60.json",
+        operators=inputs.NATIVE_OPERATORS,
+    output:
+        "results/correctness/{model}.dbias.json",
+    log:
+        "results/logs/correctness/{model}_dbias.log",
 
 
 rule fp32_pair_scores:
@@ -170,6 +197,7 @@ rule ort_operators:
 # engines load, on its rows as a launch scores them, and the ceiling probed in the same process.
 rule ceiling_operators:
     input:
+        unpack(export_operators),
         onnx=lambda wildcards: onnx_file(wildcards.model, "fp32", engine_export(config)),
         model="results/models/{model}",
         rows=headline_rows("latency"),
@@ -198,6 +226,7 @@ rule ceiling_operators:
 # stock export or another (optimizer: relative_shift).
 rule batch_operators:
     input:
+        unpack(export_operators),
         onnx=lambda wildcards: onnx_file(wildcards.model, "fp32", wildcards.optimizer),
         model="results/models/{model}",
         rows=headline_rows("batching"),

@@ -20,7 +20,14 @@ with logged(snakemake.log[0]):
         f"and as {par.batch} copies in turn, {par.threads} threads"
     )
     profiles = operator_profiles(
-        snakemake.input.onnx, snakemake.input.model, pairs, par.threads, par.warmup, par.max_length, batches
+        snakemake.input.onnx,
+        snakemake.input.model,
+        pairs,
+        par.threads,
+        par.warmup,
+        par.max_length,
+        batches,
+        snakemake.input.get("operators"),
     )
     for batch, profile in profiles.items():
         per_row = sum(o["ms_per_row"] for o in profile["operators"])

@@ -17,7 +17,9 @@ with logged(snakemake.log[0]):
     print(
         f"profiling {w.model} ({inp.onnx}): {len(rows)} rows after {par.warmup} warm-up, {par.threads} threads"
     )
-    record = ceiling_profile(inp.onnx, inp.model, rows, w.model, par.threads, par.warmup, par.max_length)
+    record = ceiling_profile(
+        inp.onnx, inp.model, rows, w.model, par.threads, par.warmup, par.max_length, inp.get("operators")
+    )
     before, after = record["ceiling"]["ceiling_probes_gflops"]
     print(
         f"{record['profile']['call_ms_per_row']:.2f} ms a row; ceiling probed {before:.1f} and {after:.1f} "

@@ -17,6 +17,7 @@ with logged(snakemake.log[0]):
         cfg["batch_size"],
         snakemake.params.threads,
         cfg["min_score_std"],
+        snakemake.input.get("operators"),  # the native engine's operator library, where the export calls it
     )
     print(report)
     if snakemake.params.get("fatal", True):  # the export every launch loads; the fused graph may fail

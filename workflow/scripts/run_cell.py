@@ -57,6 +57,7 @@ with logged(snakemake.log[0]):
         options = settings.get("options", {}) | parse_params(w.params)
         options |= {
             "binary": binary,
+            "operators": snakemake.input.get("operators"),  # the native engine's, where the export calls them
             "cache_root": str(Path(snakemake.params.repo, "results/inductor-cache")),
         }
         spare_torch_import(w.runtime, w.device, options)  # ORT and native launches run no PyTorch

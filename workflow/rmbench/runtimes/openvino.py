@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import load_tokenizer
+from ..onnx_files import PORTABLE_OPTIMIZERS
 from .base import ONNX_FILE_SETTINGS, Runtime, Unsupported
 
 # OpenVINO's CPU plugin runs in bf16 by default where the processor has it (AVX-512 BF16, AMX):
@@ -27,6 +28,8 @@ class OpenVinoRuntime(Runtime):
     settings = (
         Runtime.settings
         | ONNX_FILE_SETTINGS
+        # not the exports that call the native engine's operators: those run in ONNX Runtime only
+        | {"optimizer": (PORTABLE_OPTIMIZERS, "none")}
         | {"inference_precision": (tuple(PRECISION_HINTS), "fp32"), "cpu_pinning": (("on", "off"), "on")}
     )
 

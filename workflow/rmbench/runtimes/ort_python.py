@@ -11,7 +11,9 @@ from .base import ONNX_FILE_SETTINGS, Runtime
 
 class OrtPythonRuntime(Runtime):
     """Options: graph, ONNX Runtime's graph optimization level (disabled | basic | extended | all,
-    default all). Reduced precision comes as another ONNX file (the cell's onnx input)."""
+    default all); operators, the native engine's operator library (for an export that calls its
+    operators, so that native and Python run the same graph). Reduced precision comes as another
+    ONNX file (the cell's onnx input)."""
 
     name = "ort_python"
     studies = ("latency", "batching", "concurrency", "decomposition", "colocation")
@@ -32,7 +34,9 @@ class OrtPythonRuntime(Runtime):
     def load(self) -> None:
         self.tokenizer = load_tokenizer(self.model_dir)
         self.graph = self.choice("graph")
-        self.session = ort_session(self.onnx_path, self.threads, self.device, self.graph)
+        self.session = ort_session(
+            self.onnx_path, self.threads, self.device, self.graph, operators=self.options.get("operators")
+        )
 
     def score(self, pairs):
         return ort_run(self.session, self.encode(pairs, "np")).tolist()
@@ -62,4 +66,5 @@ class OrtPythonRuntime(Runtime):
             "inter_op_threads": options.inter_op_num_threads,
             "graph_optimization": self.graph,
             "onnx": str(self.onnx_path),
+            "operators": self.options.get("operators"),
         }
