@@ -24,13 +24,15 @@ def test_a_native_latency_launch_waits_for_the_build_both_parity_gates_and_the_r
         "rows": "results/data/main60.jsonl",
         "binary": inputs.NATIVE_BINARY,
         "native_parity": "results/correctness/deberta_native.json",
-        "onnx": "results/onnx/deberta/model.relshift.onnx",  # config.yaml: optimizer relative_shift
+        "onnx": "results/onnx/deberta/model.dbias.onnx",  # config.yaml: optimizer disentangled_bias
         "parity": "results/correctness/deberta.json",
-        "shift_parity": "results/correctness/deberta.relshift.json",
+        "export_parity": "results/correctness/deberta.dbias.json",
+        "operators": inputs.NATIVE_OPERATORS,
         "reference": "results/reference/deberta/main60.json",
     }
     stock = inputs.cell_inputs(CONFIG, job("latency", "deberta", "native", "set~main60+optimizer~none"))
-    assert stock["onnx"] == "results/onnx/deberta/model.onnx" and "shift_parity" not in stock
+    assert stock["onnx"] == "results/onnx/deberta/model.onnx"
+    assert "export_parity" not in stock and "operators" not in stock
 
 
 def test_a_pytorch_launch_needs_no_onnx_file_and_no_build():
@@ -45,7 +47,16 @@ def test_another_export_brings_its_own_parity_gate():
     assert fused["fused_parity"] == "results/correctness/electra.opt.json"
     assert fused["onnx"] != "results/onnx/electra/model.onnx"
     shifted = inputs.scoring_inputs(CONFIG, job("latency", "deberta", "openvino"))
-    assert shifted["shift_parity"] == "results/correctness/deberta.relshift.json"
+    assert shifted["export_parity"] == "results/correctness/deberta.relshift.json"
+    assert "operators" not in shifted  # ONNX's own operators: no library to load
+
+
+def test_python_onnx_runtime_on_the_engines_operator_export_loads_the_engines_library():
+    cell = job("latency", "deberta", "ort_python")  # config.yaml: optimizer disentangled_bias
+    needed = inputs.cell_inputs(CONFIG, cell)
+    assert needed["onnx"] == "results/onnx/deberta/model.dbias.onnx"
+    assert needed["operators"] == inputs.NATIVE_OPERATORS
+    assert "binary" not in needed  # the library, not the engine
 
 
 def test_a_runtime_that_cannot_score_a_family_gets_only_the_model_and_rows():

@@ -23,8 +23,8 @@ def fresh_copy(tmp_path_factory):
 
 @functools.cache  # each dry run takes seconds: tests asking for the same one share it
 def dry_run_jobs(workdir, profile: str, targets=(GPU_CELL, CPU_CELL)) -> dict[str, dict]:
-    """Output file -> {'rule': ..., 'resources': {...}} for every job of a dry run of the targets
-    (by default two cells)."""
+    """Output file -> {'rule': ..., 'input': '...', 'resources': {...}} for every job of a dry
+    run of the targets (by default two cells); a job with several outputs under each."""
     cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", f"workflow/profiles/{profile}"]
     cmd += ["--dry-run", "--cores", "2", *targets]
     run = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=600, check=False)
@@ -33,8 +33,10 @@ def dry_run_jobs(workdir, profile: str, targets=(GPU_CELL, CPU_CELL)) -> dict[st
     for line in (run.stdout + run.stderr).splitlines():
         if m := re.match(r"\s*rule (\w+):", line):
             current = {"rule": m.group(1), "resources": {}}
-        elif current and (m := re.match(r"\s*output: (\S+)", line)):
-            jobs[m.group(1).rstrip(",")] = current
+        elif current and (m := re.match(r"\s*input: (.*)", line)):
+            current["input"] = m.group(1)
+        elif current and (m := re.match(r"\s*output: (.*)", line)):
+            jobs |= {output: current for output in m.group(1).split(", ")}
         elif current and (m := re.match(r"\s*resources: (.*)", line)):
             current["resources"] = dict(kv.split("=", 1) for kv in m.group(1).split(", "))
     return jobs
@@ -73,6 +75,16 @@ def test_a_relative_shift_cell_gets_its_own_export_behind_its_own_parity_gate(fr
     assert job_for(jobs, "results/onnx/deberta/model.relshift.onnx")["rule"] == "export_onnx_relative_shift"
     assert job_for(jobs, "results/correctness/deberta.relshift.json")["rule"] == "parity_relative_shift"
     assert job_for(jobs, "results/correctness/deberta_native.json")["rule"] == "native_parity"
+
+
+def test_a_cell_on_the_engines_operator_export_waits_for_the_operator_library_and_its_gate(fresh_copy):
+    cell = "results/cells/latency/deberta/cpu/ort_python/set~main60/launch~1.json"  # config.yaml's export
+    jobs = dry_run_jobs(fresh_copy, "default", (cell,))
+    assert job_for(jobs, "results/onnx/deberta/model.dbias.onnx")["rule"] == "export_onnx_disentangled_bias"
+    gate = job_for(jobs, "results/correctness/deberta.dbias.json")
+    assert gate["rule"] == "parity_disentangled_bias"
+    assert "results/native/bin/librmbench_ops.so" in gate["input"]
+    assert job_for(jobs, "results/native/bin/librmbench_ops.so")["rule"] == "native_build"
 
 
 def test_the_gpu_visit_target_needs_neither_onnxruntime_gpu_nor_the_native_build(fresh_copy):

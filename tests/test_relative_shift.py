@@ -1,9 +1,11 @@
-"""DeBERTa's relative attention as a diagonal shift (the `relative_shift` export): the same
-scores as transformers' gather, in PyTorch and exported, at lengths the export never saw."""
+"""DeBERTa's relative attention as a diagonal shift (the `relative_shift` export) and as the
+native engine's operator (`disentangled_bias`): the same scores as transformers' gather, in
+PyTorch and exported, at lengths the export never saw; the operator itself against its formula."""
 
 import numpy as np
 import pytest
 import torch
+from rmbench.errors import RmbenchError
 from rmbench.export import export_onnx, ort_session
 from rmbench.families import family
 from rmbench.relative_shift import patched
@@ -55,9 +57,10 @@ def test_the_shift_scores_like_transformers_gather(overrides):
     for lengths in ([2], [3], [7], [40], [64], [9, 33, 2, 17]):  # alone and padded together
         batch = padded_batch(lengths)
         stock = logits(model, batch)
-        with patched():
-            shifted = logits(model, batch)
-        assert np.allclose(shifted, stock, rtol=0, atol=1e-5), (lengths, shifted - stock)
+        for as_one_operator in (False, True):
+            with patched(as_one_operator):
+                shifted = logits(model, batch)
+            assert np.allclose(shifted, stock, rtol=0, atol=1e-5), (lengths, as_one_operator, shifted - stock)
     assert np.ptp(stock) > 1e-3  # the last batch's rows score apart: the comparison has something to see
 
 
@@ -75,15 +78,15 @@ def test_patched_restores_transformers_method_even_after_an_error():
 def exports(tmp_path_factory):
     root = tmp_path_factory.mktemp("relshift")
     tiny_deberta().save_pretrained(root / "model")
-    for attention in ("stock", "relative_shift"):
+    for attention in ("stock", "relative_shift", "disentangled_bias"):
         export_onnx(root / "model", root / attention / "model.onnx", opset=17, attention=attention)
     return root
 
 
-def operator_types(onnx_path) -> set[str]:
+def operator_types(onnx_path) -> list[str]:
     import onnx
 
-    return {node.op_type for node in onnx.load(str(onnx_path), load_external_data=False).graph.node}
+    return [node.op_type for node in onnx.load(str(onnx_path), load_external_data=False).graph.node]
 
 
 def test_exported_shift_has_no_attention_sized_index_and_scores_at_every_length(exports):
@@ -97,6 +100,67 @@ def test_exported_shift_has_no_attention_sized_index_and_scores_at_every_length(
         assert np.allclose(session.run(None, feed)[0][:, 0], logits(model, batch), rtol=0, atol=1e-4), lengths
 
 
+def test_the_operator_export_scores_like_pytorch_with_the_engines_library_and_is_refused_without(
+    exports, binary
+):
+    path = exports / "disentangled_bias" / "model.onnx"
+    ops = operator_types(path)
+    assert ops.count("DisentangledBias") == 2  # one per layer, in place of the shift's copies
+    assert ops.count("Slice") < operator_types(exports / "relative_shift" / "model.onnx").count("Slice")
+    model = DebertaV2ForSequenceClassification.from_pretrained(exports / "model").eval()
+    session = ort_session(path, threads=2, operators=binary.parent / "librmbench_ops.so")
+    for lengths in ([2], [5], [31], [64], [12, 50, 3]):
+        batch = padded_batch(lengths, seed=len(lengths))
+        feed = {k: v.numpy() for k, v in batch.items()}
+        assert np.allclose(session.run(None, feed)[0][:, 0], logits(model, batch), rtol=0, atol=1e-4), lengths
+    with pytest.raises(RmbenchError, match="librmbench_ops.so"):
+        ort_session(path, threads=1)
+
+
+def one_operator_session(library):
+    """rmbench.DisentangledBias alone, on inputs of any [N, L, W]."""
+    from onnx import TensorProto, helper
+
+    def tensor(name):
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, ["n", "l", None])
+
+    node = helper.make_node("DisentangledBias", ["c2p", "p2c"], ["bias"], domain="rmbench")
+    graph = helper.make_graph([node], "bias", [tensor("c2p"), tensor("p2c")], [tensor("bias")])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("rmbench", 1)], ir_version=8
+    )
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    options.register_custom_ops_library(str(library))
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("matrices,length", [(1, 1), (1, 2), (3, 3), (5, 16), (2, 17), (7, 40), (16, 158)])
+def test_the_operator_adds_both_diagonal_shifts_as_its_formula_says(binary, matrices, length):
+    """bias[n, i, j] = c2p[n, i, L-1-i+j] + p2c[n, j, L-1-j+i], written out element by element,
+    across tile edges (16) and with more matrices than threads."""
+    rng = np.random.default_rng(length)
+    c2p, p2c = (rng.standard_normal((matrices, length, 2 * length - 1)).astype(np.float32) for _ in range(2))
+    (bias,) = one_operator_session(binary.parent / "librmbench_ops.so").run(None, {"c2p": c2p, "p2c": p2c})
+    expected = np.empty((matrices, length, length), np.float32)
+    for i in range(length):
+        for j in range(length):
+            expected[:, i, j] = c2p[:, i, length - 1 - i + j] + p2c[:, j, length - 1 - j + i]
+    assert bias.shape == expected.shape
+    assert np.array_equal(bias, expected)  # one float add per element: exactly
+
+
+def test_the_operator_refuses_inputs_that_are_not_two_distance_tables(binary):
+    session = one_operator_session(binary.parent / "librmbench_ops.so")
+    table = np.zeros((2, 4, 7), np.float32)
+    with pytest.raises(Exception, match=r"\[N, L, 2L-1\]"):
+        session.run(None, {"c2p": np.zeros((2, 4, 6), np.float32), "p2c": np.zeros((2, 4, 6), np.float32)})
+    with pytest.raises(Exception, match=r"\[N, L, 2L-1\]"):
+        session.run(None, {"c2p": table, "p2c": np.zeros((2, 5, 9), np.float32)})
+
+
 def test_an_unknown_attention_export_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="stock, relative_shift"):
+    with pytest.raises(ValueError, match="stock, relative_shift, disentangled_bias"):
         export_onnx(tmp_path, tmp_path / "m.onnx", opset=17, attention="fused")

@@ -67,7 +67,8 @@ def gap_table(
     in_launch: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per model and step of each path from eager (`path`: to ONNX Runtime's levels, to
-    oneDNN's kernels, to torch.compile and freezing, from ORT to the relative-shift export): p50
+    oneDNN's kernels, to torch.compile and freezing, from ORT to the relative-shift export and on to
+    the native engine's operator for its shift): p50
     with its CI, the milliseconds it saves against the step before, that as a share of the whole
     eager -> ORT gap (ORT path), achieved GFLOP/s and the fraction of the gemm study's ceiling,
     and (`in_launch`, rmbench.roofline.in_launch_fractions by model and step) the fraction of the
@@ -97,6 +98,7 @@ def gap_table(
         "export rewrite": [
             (ORT_FP32, ORT_LEVEL_ADDS["all"]),
             (with_param(ORT_FP32, "optimizer", "relative_shift"), "relative attention as a diagonal shift"),
+            (with_param(ORT_FP32, "optimizer", "disentangled_bias"), "the shift and sum as the engine's operator"),
         ],
     }
     ceilings = ceilings or {}
