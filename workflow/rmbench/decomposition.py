@@ -98,7 +98,10 @@ def gap_table(
         "export rewrite": [
             (ORT_FP32, ORT_LEVEL_ADDS["all"]),
             (with_param(ORT_FP32, "optimizer", "relative_shift"), "relative attention as a diagonal shift"),
-            (with_param(ORT_FP32, "optimizer", "disentangled_bias"), "the shift and sum as the engine's operator"),
+            (
+                with_param(ORT_FP32, "optimizer", "disentangled_bias"),
+                "the shift and sum as the engine's operator",
+            ),
         ],
     }
     ceilings = ceilings or {}
