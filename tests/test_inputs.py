@@ -57,6 +57,9 @@ def test_python_onnx_runtime_on_the_engines_operator_export_loads_the_engines_li
     assert needed["onnx"] == "results/onnx/deberta/model.dbias.onnx"
     assert needed["operators"] == inputs.NATIVE_OPERATORS
     assert "binary" not in needed  # the library, not the engine
+    on_gpu = inputs.cell_inputs(CONFIG, job("latency", "deberta", "ort_python", device="cuda"))
+    assert on_gpu["onnx"] == "results/onnx/deberta/model.relshift.onnx"  # the operator has no CUDA kernel
+    assert "operators" not in on_gpu
 
 
 def test_a_runtime_that_cannot_score_a_family_gets_only_the_model_and_rows():

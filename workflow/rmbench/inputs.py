@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .cells import gated_params, parse_params, precision, runtime_options, study_config
 from .families import family
-from .onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS, OPTIMIZER_SUFFIX, onnx_file
+from .onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS, OPTIMIZER_SUFFIX, device_export, onnx_file
 from .runtimes import family_reason, native_engine_needed, runtime_class
 
 FIDELITY_PATH = "results/fidelity/{model}/{runtime}/{params}.json"
@@ -74,7 +74,8 @@ def scoring_inputs(config: dict, job: dict) -> dict:
         return inputs
     options = job_options(config, job)
     if runtime_class(job["runtime"]).onnx_needed(options):
-        optimizer = options.get("optimizer", "none")  # a variant's, else the runtime's own option
+        # a variant's, else the runtime's own option; on CUDA without the engine's CPU-only operators
+        optimizer = device_export(options.get("optimizer", "none"), job.get("device", "cpu"))
         inputs["onnx"] = onnx_file(model, precision(job["params"]), optimizer, params.get("matmuls"))
         inputs["parity"] = f"results/correctness/{model}.json"
         if optimizer in ATTENTION_EXPORTS:  # another export: its own parity gate too

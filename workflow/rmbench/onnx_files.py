@@ -37,8 +37,16 @@ OPTIMIZER_SUFFIX = {
     "disentangled_bias": ".dbias",
 }
 ONNX_OPTIMIZERS = tuple(OPTIMIZER_SUFFIX)
+# The engine's operators have CPU kernels only: a CUDA cell of such an export loads this one
+# instead, the same graph in ONNX's own operators (its runtime records the file it loaded).
+CUDA_EXPORT = {"disentangled_bias": "relative_shift"}
 # What OpenVINO loads: all but the exports that call the native engine's operators.
 PORTABLE_OPTIMIZERS = tuple(o for o in ONNX_OPTIMIZERS if o not in NATIVE_OPERATOR_EXPORTS)
+
+
+def device_export(optimizer: str, device: str) -> str:
+    """The export a cell of this optimizer loads on this device (CUDA_EXPORT)."""
+    return CUDA_EXPORT.get(optimizer, optimizer) if device == "cuda" else optimizer
 
 
 def onnx_file(

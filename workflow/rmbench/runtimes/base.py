@@ -200,4 +200,5 @@ class Runtime(ABC):
         """Releases what load() took; safe to call more than once."""
 
     def describe(self) -> dict:
-        return {"name": self.name, "device": self.device, "threads": self.threads}
+        loaded = {"onnx": str(self.onnx_path)} if self.onnx_path else {}  # which export, on which device
+        return {"name": self.name, "device": self.device, "threads": self.threads} | loaded

@@ -86,5 +86,4 @@ class OpenVinoRuntime(Runtime):
             "enable_cpu_pinning": bool(self.compiled.get_property("ENABLE_CPU_PINNING")),
             # what it compiled with, as OpenVINO names it (f32, bf16)
             "inference_precision": self.compiled.get_property("INFERENCE_PRECISION_HINT").to_string(),
-            "onnx": str(self.onnx_path),
         }

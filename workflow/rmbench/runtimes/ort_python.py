@@ -65,6 +65,5 @@ class OrtPythonRuntime(Runtime):
             "intra_op_threads": options.intra_op_num_threads,
             "inter_op_threads": options.inter_op_num_threads,
             "graph_optimization": self.graph,
-            "onnx": str(self.onnx_path),
             "operators": self.options.get("operators"),
         }
