@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,13 +22,13 @@ def export_onnx(model_dir: Path, out_path: Path, opset: int, attention: str = "s
     if attention not in ATTENTION_EXPORTS:
         raise ValueError(f"attention export must be one of {', '.join(ATTENTION_EXPORTS)}, not {attention}")
     if attention == "stock":
-        patched = contextlib.nullcontext
+        rewrite = contextlib.nullcontext()
     else:
         from .relative_shift import patched
 
-        patched = functools.partial(patched, as_one_operator=attention in NATIVE_OPERATOR_EXPORTS)
+        rewrite = patched(as_one_operator=attention in NATIVE_OPERATOR_EXPORTS)
     out_path = Path(out_path)
-    with tempfile.TemporaryDirectory() as tmp, patched():
+    with tempfile.TemporaryDirectory() as tmp, rewrite:
         main_export(
             str(model_dir),
             output=tmp,

@@ -15,6 +15,11 @@ matrix. The score scale divides the position embeddings, which the export folds 
 rather than the scores. `patched()` swaps the method in for the export only; eager PyTorch runs
 transformers' own code. The parity gate checks the exported file like any other (the scores
 here agree with transformers' to float rounding).
+
+ONNX's own operators still copy for each shift, transpose the second term and add the two: four
+passes over attention-sized tensors per layer. `patched(as_one_operator=True)` writes all of
+that as one node, rmbench.DisentangledBias, which the native engine implements (the
+`disentangled_bias` export; native/src/disentangled_bias.cpp).
 """
 
 from __future__ import annotations
