@@ -36,7 +36,8 @@ def dry_run_jobs(workdir, profile: str, targets=(GPU_CELL, CPU_CELL)) -> dict[st
         elif current and (m := re.match(r"\s*input: (.*)", line)):
             current["input"] = m.group(1)
         elif current and (m := re.match(r"\s*output: (.*)", line)):
-            jobs |= {output: current for output in m.group(1).split(", ")}
+            # each output path, without a storage provider's " (send to storage)"
+            jobs |= {output.split(" ")[0]: current for output in m.group(1).split(", ")}
         elif current and (m := re.match(r"\s*resources: (.*)", line)):
             current["resources"] = dict(kv.split("=", 1) for kv in m.group(1).split(", "))
     return jobs
