@@ -38,20 +38,12 @@ MATRIX_OPS = {
 }
 
 
-def operator_profile(
-    onnx_path: Path,
-    model_dir: Path,
-    pairs: list[tuple[str, str]],
-    threads: int,
-    warmup: int,
-    max_length: int,
-    operators: Path | None = None,
-) -> dict:
+def operator_profile(*args, **kwargs) -> dict:
     """Each pair scored alone by ORT (graph level all) with its profiler on; the kernel time of
     every operator after `warmup` rows, summed by operator type, per row. Profiling slows every
     operator a little, so this gives shares, not latencies (those come from the study's launches).
-    `operators`: the native engine's operator library, for exports that call its operators."""
-    return operator_profiles(onnx_path, model_dir, pairs, threads, warmup, max_length, (1,), operators)[1]
+    operator_profiles' arguments but `batches`."""
+    return operator_profiles(*args, batches=(1,), **kwargs)[1]
 
 
 def operator_profiles(
@@ -66,7 +58,8 @@ def operator_profiles(
 ) -> dict[int, dict]:
     """operator_profile per batch size: each pair scored as a batch of b copies of itself (no
     padding) for every b in `batches` in turn, in one session, so that the machine's drift falls on
-    every batch size alike; each run's operators are counted for its batch size, per row scored."""
+    every batch size alike; each run's operators are counted for its batch size, per row scored.
+    `operators`: the native engine's operator library, for exports that call its operators."""
     tokenizer = load_tokenizer(model_dir)
     call_s = []  # each call's wall time, tokenizing included, in the order the runs were
     with tempfile.TemporaryDirectory() as tmp:

@@ -125,7 +125,7 @@ def ceiling_profile(
     tokens = int(np.median(lengths))
     pairs = [(r["prompt"], r["response"]) for r in rows[:warmup] + rows]
     before = probe_ceiling(model_dir, tokens, threads)
-    profile = operator_profile(onnx_path, model_dir, pairs, threads, warmup, max_length, operators)
+    profile = operator_profile(onnx_path, model_dir, pairs, threads, warmup, max_length, operators=operators)
     after = probe_ceiling(model_dir, tokens, threads)
     config = model_config(model_dir)
     return {
