@@ -29,8 +29,8 @@ MATMUL_GROUPS = ("all", "ffn", "attention", "ffn_in", "ffn_out", "attention-ffn_
 # The exports of one model: `optimizer: transformers` loads the file after
 # onnxruntime.transformers' fusions (rule optimize_onnx), `optimizer: relative_shift` or
 # `disentangled_bias` another attention export (rules export_onnx_relative_shift and
-# export_onnx_disentangled_bias, one script). What each runtime
-# takes is its own declaration (Runtime.settings).
+# export_onnx_disentangled_bias, one script). What each runtime takes is its own declaration
+# (Runtime.settings).
 OPTIMIZER_SUFFIX = {
     "none": "",
     "transformers": ".opt",
