@@ -24,9 +24,9 @@ def test_a_native_latency_launch_waits_for_the_build_both_parity_gates_and_the_r
         "rows": "results/data/main60.jsonl",
         "binary": inputs.NATIVE_BINARY,
         "native_parity": "results/correctness/deberta_native.json",
-        "onnx": "results/onnx/deberta/model.dbias.onnx",  # config.yaml: optimizer disentangled_bias
+        "onnx": "results/onnx/deberta/model.mha.onnx",  # config.yaml: optimizer multihead_attention
         "parity": "results/correctness/deberta.json",
-        "export_parity": "results/correctness/deberta.dbias.json",
+        "export_parity": "results/correctness/deberta.mha.json",
         "operators": inputs.NATIVE_OPERATORS,
         "reference": "results/reference/deberta/main60.json",
     }
@@ -52,9 +52,9 @@ def test_another_export_brings_its_own_parity_gate():
 
 
 def test_python_onnx_runtime_on_the_engines_operator_export_loads_the_engines_library():
-    cell = job("latency", "deberta", "ort_python")  # config.yaml: optimizer disentangled_bias
+    cell = job("latency", "deberta", "ort_python")  # config.yaml: optimizer multihead_attention
     needed = inputs.cell_inputs(CONFIG, cell)
-    assert needed["onnx"] == "results/onnx/deberta/model.dbias.onnx"
+    assert needed["onnx"] == "results/onnx/deberta/model.mha.onnx"
     assert needed["operators"] == inputs.NATIVE_OPERATORS
     assert "binary" not in needed  # the library, not the engine
     on_gpu = inputs.cell_inputs(CONFIG, job("latency", "deberta", "ort_python", device="cuda"))

@@ -194,7 +194,7 @@ def test_every_study_has_its_table(smoke_run):
     assert (roofline.probe_launches == roofline.launches).all() and (roofline.fraction_in_launch > 0).all()
     # where each model's time goes against the ceiling, profiled on the engines' export
     gap = pd.read_csv(smoke_run / "paper/tables/ceiling_gap.csv")
-    assert set(gap.model) == {"deberta", "electra", "qwen3"} and (gap.export == "disentangled_bias").all()
+    assert set(gap.model) == {"deberta", "electra", "qwen3"} and (gap.export == "multihead_attention").all()
     for _, parts in gap.groupby("model"):
         assert (
             abs(parts.share.sum() - 1) < 1e-9 and parts.share.iloc[0] > 0 and parts.best_runtime.notna().all()
@@ -320,6 +320,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
         "ort_python graph=all precision=int8 matmuls=attention",
         "ort_python graph=all optimizer=relative_shift",
         "ort_python graph=all optimizer=disentangled_bias",
+        "ort_python graph=all optimizer=multihead_attention",
         "native precision=fp32",
         "native precision=int8",
         "native precision=int8 matmuls=attention",
@@ -378,6 +379,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     assert list(rewrite.step) == [
         "ort_python graph=all optimizer=relative_shift",
         "ort_python graph=all optimizer=disentangled_bias",
+        "ort_python graph=all optimizer=multihead_attention",
     ]
     assert (gap.step == "ort_python graph=all").sum() == 1
     assert (smoke_run / "paper/figures/decomposition.pdf").stat().st_size > 1000

@@ -81,9 +81,9 @@ def test_a_relative_shift_cell_gets_its_own_export_behind_its_own_parity_gate(fr
 def test_a_cell_on_the_engines_operator_export_waits_for_the_operator_library_and_its_gate(fresh_copy):
     cell = "results/cells/latency/deberta/cpu/ort_python/set~main60/launch~1.json"  # config.yaml's export
     jobs = dry_run_jobs(fresh_copy, "default", (cell,))
-    assert job_for(jobs, "results/onnx/deberta/model.dbias.onnx")["rule"] == "export_onnx_disentangled_bias"
-    gate = job_for(jobs, "results/correctness/deberta.dbias.json")
-    assert gate["rule"] == "parity_disentangled_bias"
+    assert job_for(jobs, "results/onnx/deberta/model.mha.onnx")["rule"] == "export_onnx_multihead_attention"
+    gate = job_for(jobs, "results/correctness/deberta.mha.json")
+    assert gate["rule"] == "parity_multihead_attention"
     assert "results/native/bin/librmbench_ops.so" in gate["input"]
     assert job_for(jobs, "results/native/bin/librmbench_ops.so")["rule"] == "native_build"
 

@@ -1,5 +1,6 @@
-"""DeBERTa's relative attention as a diagonal shift (the `relative_shift` export) and as the
-native engine's operator (`disentangled_bias`): the same scores as transformers' gather, in
+"""DeBERTa's relative attention as a diagonal shift (the `relative_shift` export), as the
+native engine's operator (`disentangled_bias`), and with the rest of the attention as ONNX
+Runtime's MultiHeadAttention (`multihead_attention`): the same scores as transformers' gather, in
 PyTorch and exported, at lengths the export never saw; the operator itself against its formula."""
 
 import numpy as np
@@ -8,7 +9,8 @@ import torch
 from rmbench.errors import RmbenchError
 from rmbench.export import export_onnx, ort_session
 from rmbench.families import family
-from rmbench.relative_shift import patched
+from rmbench.onnx_files import ATTENTION_EXPORTS
+from rmbench.relative_shift import REWRITES, patched
 from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 
 
@@ -57,28 +59,30 @@ def test_the_shift_scores_like_transformers_gather(overrides):
     for lengths in ([2], [3], [7], [40], [64], [9, 33, 2, 17]):  # alone and padded together
         batch = padded_batch(lengths)
         stock = logits(model, batch)
-        for as_one_operator in (False, True):
-            with patched(as_one_operator):
+        for export in REWRITES:
+            with patched(export):
                 shifted = logits(model, batch)
-            assert np.allclose(shifted, stock, rtol=0, atol=1e-5), (lengths, as_one_operator, shifted - stock)
+            assert np.allclose(shifted, stock, rtol=0, atol=1e-5), (lengths, export, shifted - stock)
     assert np.ptp(stock) > 1e-3  # the last batch's rows score apart: the comparison has something to see
 
 
-def test_patched_restores_transformers_method_even_after_an_error():
+def test_patched_restores_transformers_methods_even_after_an_error():
     from transformers.models.deberta_v2 import modeling_deberta_v2
 
-    original = modeling_deberta_v2.DisentangledSelfAttention.disentangled_attention_bias
-    with pytest.raises(RuntimeError), patched():
-        assert modeling_deberta_v2.DisentangledSelfAttention.disentangled_attention_bias is not original
+    attention = modeling_deberta_v2.DisentangledSelfAttention
+    bias, forward = attention.disentangled_attention_bias, attention.forward
+    with pytest.raises(RuntimeError), patched("multihead_attention"):
+        assert attention.disentangled_attention_bias is not bias and attention.forward is not forward
         raise RuntimeError("export failed")
-    assert modeling_deberta_v2.DisentangledSelfAttention.disentangled_attention_bias is original
+    assert attention.disentangled_attention_bias is bias and attention.forward is forward
+    assert not hasattr(attention, "_as_one_operator") and not hasattr(attention, "_transformers_forward")
 
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
     root = tmp_path_factory.mktemp("relshift")
     tiny_deberta().save_pretrained(root / "model")
-    for attention in ("stock", "relative_shift", "disentangled_bias"):
+    for attention in ATTENTION_EXPORTS:
         export_onnx(root / "model", root / attention / "model.onnx", opset=17, attention=attention)
     return root
 
@@ -100,13 +104,16 @@ def test_exported_shift_has_no_attention_sized_index_and_scores_at_every_length(
         assert np.allclose(session.run(None, feed)[0][:, 0], logits(model, batch), rtol=0, atol=1e-4), lengths
 
 
-def test_the_operator_export_scores_like_pytorch_with_the_engines_library_and_is_refused_without(
-    exports, binary
+@pytest.mark.parametrize("export", ["disentangled_bias", "multihead_attention"])
+def test_the_operator_exports_score_like_pytorch_with_the_engines_library_and_are_refused_without(
+    exports, binary, export
 ):
-    path = exports / "disentangled_bias" / "model.onnx"
+    path = exports / export / "model.onnx"
     ops = operator_types(path)
     assert ops.count("DisentangledBias") == 2  # one per layer, in place of the shift's copies
     assert ops.count("Slice") < operator_types(exports / "relative_shift" / "model.onnx").count("Slice")
+    if export == "multihead_attention":  # scores, mask, softmax and the values' sum: one node a layer
+        assert ops.count("MultiHeadAttention") == 2 and "Softmax" not in ops
     model = DebertaV2ForSequenceClassification.from_pretrained(exports / "model").eval()
     session = ort_session(path, threads=2, operators=binary.parent / "librmbench_ops.so")
     for lengths in ([2], [5], [31], [64], [12, 50, 3]):

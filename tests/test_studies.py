@@ -74,7 +74,7 @@ def test_a_probe_left_out_of_the_config_writes_no_table():
 
 def test_the_ceiling_gap_needs_the_latency_studys_probe_on_the_cpu():
     config = tier_config(extended=False)
-    assert engine_export(config) == "disentangled_bias"  # what both engines load (config.yaml)
+    assert engine_export(config) == "multihead_attention"  # what both engines load (config.yaml)
     config["studies"]["latency"]["ceiling_probe"] = False
     assert "paper/tables/ceiling_gap.tex" not in output_paths(config, enabled(config))
     config["studies"]["latency"] |= {"ceiling_probe": True, "devices": ["cuda"]}

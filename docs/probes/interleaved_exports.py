@@ -1,16 +1,18 @@
-"""Probe (outside the pipeline): DeBERTa's three exports in one process, interleaved.
+"""Probe (outside the pipeline): DeBERTa's attention exports in one process, interleaved.
 
 Launches of one cell move 10-25% with the host's phases (run log 2026-12-05), so launch-level
 comparisons of exports a few percent apart stay undecided. Here one ORT-Python process holds a
-session on each export (stock, relative shift, the engine's operator) and scores main60's first
+session on each export named (rmbench.onnx_files.ATTENTION_EXPORTS) and scores main60's first
 30 rows on each in turn, the order rotating every round. Each round's median row time is one
 value; the ratios are paired by round, so a phase that lasts longer than a round falls on every
 export alike. 2 intra-op threads, 3 warm-up rows, as a latency launch.
 
-    PYTHONPATH=workflow .venv/bin/python docs/probes/interleaved_exports.py results 16
-    # after the attention-export profile built results/onnx/deberta/ and the native engine
+    PYTHONPATH=workflow .venv/bin/python docs/probes/interleaved_exports.py results 16 [export ...]
+    # after the attention-export profile built results/onnx/deberta/ and the native engine;
+    # exports: rmbench.onnx_files.ATTENTION_EXPORTS (all by default), each compared with the next
 """
 
+import itertools
 import json
 import sys
 import time
@@ -19,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 from rmbench.models import encode, load_tokenizer
+from rmbench.onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS, onnx_file
 from scipy import stats
 
 ROWS, WARMUP, THREADS = 30, 3, 2
@@ -39,15 +42,17 @@ def paired_ratio(a: list[float], b: list[float]) -> tuple[float, float, float]:
     return tuple(float(np.exp(v)) for v in (logs.mean(), logs.mean() - half, logs.mean() + half))
 
 
-def main(results: Path, rounds: int) -> None:
-    onnx = results / "onnx/deberta"
+def main(results: Path, rounds: int, exports: list[str]) -> None:
+    operators = results / "native/bin/librmbench_ops.so"
     sessions = {
-        "stock": session(onnx / "model.onnx"),
-        "relative_shift": session(onnx / "model.relshift.onnx"),
-        "disentangled_bias": session(onnx / "model.dbias.onnx", results / "native/bin/librmbench_ops.so"),
+        name: session(
+            results.parent / onnx_file("deberta", optimizer="none" if name == "stock" else name),
+            operators if name in NATIVE_OPERATOR_EXPORTS else None,
+        )
+        for name in exports
     }
     tokenizer = load_tokenizer(results / "models/deberta")
-    names = {i.name for i in sessions["stock"].get_inputs()}
+    names = {i.name for i in next(iter(sessions.values())).get_inputs()}
     lines = (results / "data/main60.jsonl").read_text().splitlines()[: WARMUP + ROWS]
     feeds = []
     for row in map(json.loads, lines):
@@ -56,9 +61,13 @@ def main(results: Path, rounds: int) -> None:
     for s in sessions.values():
         for feed in feeds[:WARMUP]:
             s.run(None, feed)
+    first = [sessions[exports[0]].run(None, feed)[0] for feed in feeds]
+    for name in exports[1:]:
+        gap = max(float(np.abs(sessions[name].run(None, f)[0] - o).max()) for f, o in zip(feeds, first))
+        print(f"{name}: largest score difference from {exports[0]} {gap:.1e}")
     order, times = list(sessions), {k: [] for k in sessions}
     for r in range(rounds):
-        for name in order[r % 3 :] + order[: r % 3]:
+        for name in order[r % len(order) :] + order[: r % len(order)]:
             row_s = []
             for feed in feeds[WARMUP:]:
                 start = time.perf_counter()
@@ -66,14 +75,10 @@ def main(results: Path, rounds: int) -> None:
                 row_s.append(time.perf_counter() - start)
             times[name].append(1e3 * float(np.median(row_s)))
         print(f"round {r}: " + ", ".join(f"{k} {v[-1]:.1f} ms" for k, v in times.items()), flush=True)
-    for a, b in (
-        ("relative_shift", "disentangled_bias"),
-        ("stock", "relative_shift"),
-        ("stock", "disentangled_bias"),
-    ):
+    for a, b in itertools.pairwise(exports):
         ratio, lo, hi = paired_ratio(times[a], times[b])
         print(f"{a} / {b}: {ratio:.3f} [{lo:.3f}, {hi:.3f}], paired over {rounds} rounds")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), int(sys.argv[2]))
+    main(Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:] or list(ATTENTION_EXPORTS))

@@ -102,6 +102,10 @@ def gap_table(
                 with_param(ORT_FP32, "optimizer", "disentangled_bias"),
                 "the shift and sum as the engine's operator",
             ),
+            (
+                with_param(ORT_FP32, "optimizer", "multihead_attention"),
+                "the rest of the attention as one ORT operator",
+            ),
         ],
     }
     ceilings = ceilings or {}

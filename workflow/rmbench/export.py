@@ -12,7 +12,7 @@ import numpy as np
 from .errors import ParityError, RmbenchError
 from .families import family_of_config
 from .models import MAX_LENGTH, encode, load_model, load_tokenizer, token_ids
-from .onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS
+from .onnx_files import ATTENTION_EXPORTS
 
 
 def export_onnx(model_dir: Path, out_path: Path, opset: int, attention: str = "stock") -> None:
@@ -26,7 +26,7 @@ def export_onnx(model_dir: Path, out_path: Path, opset: int, attention: str = "s
     else:
         from .relative_shift import patched
 
-        rewrite = patched(as_one_operator=attention in NATIVE_OPERATOR_EXPORTS)
+        rewrite = patched(attention)
     out_path = Path(out_path)
     with tempfile.TemporaryDirectory() as tmp, rewrite:
         main_export(

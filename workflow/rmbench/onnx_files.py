@@ -11,11 +11,11 @@ from .errors import RmbenchError
 # in ONNX's own operators, or with the shift and sum as the native engine's operator
 # rmbench.DisentangledBias (relative_shift.py; models without relative attention export the same
 # graph every way).
-ATTENTION_EXPORTS = ("stock", "relative_shift", "disentangled_bias")
+ATTENTION_EXPORTS = ("stock", "relative_shift", "disentangled_bias", "multihead_attention")
 # Exports that call the native engine's own operators: only ONNX Runtime sessions that register
 # its operator library load them (the engine itself; ORT-Python, the gates and the profiles given
 # the library). OpenVINO cannot.
-NATIVE_OPERATOR_EXPORTS = ("disentangled_bias",)
+NATIVE_OPERATOR_EXPORTS = ("disentangled_bias", "multihead_attention")
 
 # Which MatMuls an int8 file quantizes: every one with a constant weight, or parts of each layer
 # joined by '-': the attention projections, the feed-forward's input MatMuls (up, and gate where
@@ -36,11 +36,12 @@ OPTIMIZER_SUFFIX = {
     "transformers": ".opt",
     "relative_shift": ".relshift",
     "disentangled_bias": ".dbias",
+    "multihead_attention": ".mha",
 }
 ONNX_OPTIMIZERS = tuple(OPTIMIZER_SUFFIX)
 # The engine's operators have CPU kernels only: a CUDA cell of such an export loads this one
 # instead, the same graph in ONNX's own operators (its runtime records the file it loaded).
-CUDA_EXPORT = {"disentangled_bias": "relative_shift"}
+CUDA_EXPORT = {"disentangled_bias": "relative_shift", "multihead_attention": "relative_shift"}
 # What OpenVINO loads: all but the exports that call the native engine's operators.
 PORTABLE_OPTIMIZERS = tuple(o for o in ONNX_OPTIMIZERS if o not in NATIVE_OPERATOR_EXPORTS)
 

@@ -23,7 +23,11 @@ from .models import load_tokenizer
 
 # Operator types that are matrix products (what the GEMM ceiling measures): ONNX Runtime's, fp32
 # and int8, and PyTorch's as its profiler names them (eager's and those Inductor calls out to).
+# ONNX Runtime's fused attention operators count too: their two matrix products per head are the
+# FLOP model's attention work, and most of their time (the softmax between them is the rest).
 MATRIX_OPS = {
+    "Attention",
+    "MultiHeadAttention",
     "MatMul",
     "FusedMatMul",
     "Gemm",

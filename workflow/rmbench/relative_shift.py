@@ -24,6 +24,7 @@ that as one node, rmbench.DisentangledBias, which the native engine implements (
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 
 import torch
@@ -104,6 +105,80 @@ class DisentangledBias(torch.autograd.Function):
         return g.op("rmbench::DisentangledBias", c2p, p2c).setType(c2p.type().with_sizes([None, None, None]))
 
 
+class MultiHeadAttention(torch.autograd.Function):
+    """Scores, bias, key mask, softmax and the weighted sum of values as one node: ONNX Runtime's
+    com.microsoft.MultiHeadAttention, which both ONNX Runtime engines run (CPU and CUDA). It takes
+    the projections as [batch, length, heads x depth] and returns the context in the same layout,
+    so the export also drops the value's and the context's transposes. PyTorch computes the same
+    steps as transformers, so the traced export and eager agree; only the exported node differs."""
+
+    @staticmethod
+    def forward(ctx, query, key, value, keys_kept, bias, heads: int, scale: float) -> torch.Tensor:
+        batch, length, width = query.shape
+
+        def split(x: torch.Tensor) -> torch.Tensor:
+            return x.view(batch, -1, heads, width // heads).transpose(1, 2)
+
+        scores = torch.matmul(split(query), split(key).transpose(-1, -2)) * scale + bias
+        scores = scores.masked_fill(keys_kept[:, None, None, :] == 0, torch.finfo(scores.dtype).min)
+        context = torch.matmul(torch.softmax(scores, dim=-1), split(value))
+        return context.transpose(1, 2).reshape(batch, length, width)
+
+    @staticmethod
+    def symbolic(g, query, key, value, keys_kept, bias, heads, scale):
+        no_projection_bias = g.op("prim::Constant").setType(torch._C.NoneType.get())
+        mask = g.op("Cast", keys_kept, to_i=torch.onnx.TensorProtoDataType.INT32)
+        return g.op(
+            "com.microsoft::MultiHeadAttention",
+            query,
+            key,
+            value,
+            no_projection_bias,
+            mask,
+            bias,
+            num_heads_i=heads,
+            scale_f=scale,
+            mask_filter_value_f=torch.finfo(torch.float32).min,
+        ).setType(query.type().with_sizes([None, None, None]))
+
+
+def attention_forward(
+    self,
+    hidden_states,
+    attention_mask,
+    output_attentions=False,
+    query_states=None,
+    relative_pos=None,
+    rel_embeddings=None,
+):
+    """Drop-in for DisentangledSelfAttention.forward: the position bias as one operator, then the
+    rest of the attention as one MultiHeadAttention node. Its mask keeps the keys of real tokens
+    for every query; transformers' also blanks a padded query's row, which changes only the
+    padded positions, and no real token or the pooled first token reads those."""
+    if output_attentions or not self.relative_attention or sorted(self.pos_att_type) != ["c2p", "p2c"]:
+        return self._transformers_forward(
+            hidden_states, attention_mask, output_attentions, query_states, relative_pos, rel_embeddings
+        )
+    heads = self.num_attention_heads
+    query = self.query_proj(hidden_states if query_states is None else query_states)
+    key, value = self.key_proj(hidden_states), self.value_proj(hidden_states)
+    scale_factor = 3  # content->content plus both position terms, as transformers counts them
+    bias = self.disentangled_attention_bias(
+        self.transpose_for_scores(query, heads),
+        self.transpose_for_scores(key, heads),
+        relative_pos,
+        self.pos_dropout(rel_embeddings),
+        scale_factor,
+    )
+    length = query.size(1)
+    keys_kept = attention_mask.amax(dim=-2).flatten(1)  # [batch, 1, L, L] -> [batch, L]
+    scale = 1 / math.sqrt(self.attention_head_size * scale_factor)
+    context = MultiHeadAttention.apply(
+        query, key, value, keys_kept, bias.view(-1, heads, length, length), heads, scale
+    )
+    return (context, None)
+
+
 def scaled_positions(projected: torch.Tensor, scale_factor: int) -> torch.Tensor:
     """The projected position embeddings [heads, 2k, d] divided by the score scale, sqrt(d x
     scale_factor): transformers divides the [L, L] scores instead. These depend on no input, so
@@ -112,22 +187,37 @@ def scaled_positions(projected: torch.Tensor, scale_factor: int) -> torch.Tensor
     return projected / deberta_v2.scaled_size_sqrt(projected, scale_factor).to(dtype=projected.dtype)
 
 
+# What each export swaps into transformers' attention: the shift alone, the shift and sum as the
+# engine's operator, or that operator and the whole attention as ONNX Runtime's.
+REWRITES = {
+    "relative_shift": {"as_one_operator": False, "multihead_attention": False},
+    "disentangled_bias": {"as_one_operator": True, "multihead_attention": False},
+    "multihead_attention": {"as_one_operator": True, "multihead_attention": True},
+}
+
+
 @contextmanager
-def patched(as_one_operator: bool = False):
-    """transformers' DeBERTa-v2/v3 attention uses the diagonal shift inside the block; with
-    as_one_operator, the export writes the shift and sum as rmbench.DisentangledBias."""
+def patched(export: str = "relative_shift"):
+    """transformers' DeBERTa-v2/v3 attention written as `export` (REWRITES) while the context
+    lasts; transformers' own methods come back on exit, even after an error."""
+    rewrite = REWRITES[export]
     attention = deberta_v2.DisentangledSelfAttention
-    original = attention.disentangled_attention_bias
+    original_bias, original_forward = attention.disentangled_attention_bias, attention.forward
     attention.disentangled_attention_bias = disentangled_attention_bias
-    attention._as_one_operator = as_one_operator
+    attention._as_one_operator = rewrite["as_one_operator"]
+    if rewrite["multihead_attention"]:
+        attention._transformers_forward = original_forward
+        attention.forward = attention_forward
     # optimum reloads each export in a plain ORT session to rename odd output axes; that session
     # cannot know rmbench's operator, and a classifier's logits axes are named already.
     config = OnnxConfig.fix_dynamic_axes
-    if as_one_operator:
+    if rewrite["as_one_operator"]:
         OnnxConfig.fix_dynamic_axes = lambda *args, **kwargs: None
     try:
         yield
     finally:
         OnnxConfig.fix_dynamic_axes = config
-        attention.disentangled_attention_bias = original
+        attention.disentangled_attention_bias, attention.forward = original_bias, original_forward
         del attention._as_one_operator
+        if rewrite["multihead_attention"]:
+            del attention._transformers_forward

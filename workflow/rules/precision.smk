@@ -128,6 +128,32 @@ use rule parity as parity_disentangled_bias with:
         "results/logs/correctness/{model}_dbias.log",
 
 
+# The engine's operator for the position terms, then scores, mask, softmax and the weighted sum of
+# values as one ONNX Runtime operator (com.microsoft.MultiHeadAttention). Its parity gate
+# registers the engine's operator library too.
+use rule export_onnx_relative_shift as export_onnx_multihead_attention with:
+    output:
+        "results/onnx/{model}/model.mha.onnx",
+    log:
+        "results/logs/onnx/{model}_mha.log",
+    params:
+        opset=config["parity"]["opset"],
+        attention="multihead_attention",
+
+
+use rule parity as parity_multihead_attention with:
+    input:
+        model="results/models/{model}",
+        onnx="results/onnx/{model}/model.mha.onnx",
+        rows="results/data/main60.jsonl",
+        reference="results/reference/{model}/main60.json",
+        operators=inputs.NATIVE_OPERATORS,
+    output:
+        "results/correctness/{model}.mha.json",
+    log:
+        "results/logs/correctness/{model}_mha.log",
+
+
 rule fp32_pair_scores:
     input:
         model="results/models/{model}",
