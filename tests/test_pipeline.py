@@ -194,7 +194,9 @@ def test_every_study_has_its_table(smoke_run):
     assert (roofline.probe_launches == roofline.launches).all() and (roofline.fraction_in_launch > 0).all()
     # where each model's time goes against the ceiling, profiled on the engines' export
     gap = pd.read_csv(smoke_run / "paper/tables/ceiling_gap.csv")
-    assert set(gap.model) == {"deberta", "electra", "qwen3"} and (gap.export == "multihead_attention").all()
+    assert set(gap.model) == {"deberta", "electra", "qwen3"}
+    exports = gap.drop_duplicates("model").set_index("model").export  # only DeBERTa's graph differs
+    assert exports.to_dict() == {"deberta": "multihead_attention", "electra": "none", "qwen3": "none"}
     for _, parts in gap.groupby("model"):
         assert (
             abs(parts.share.sum() - 1) < 1e-9 and parts.share.iloc[0] > 0 and parts.best_runtime.notna().all()

@@ -126,13 +126,19 @@ def test_a_look_extends_the_cells_of_undecided_comparisons_below_their_cap():
     assert last["extend"] == [] and last["alpha_spent"] == pytest.approx(ALPHA)
 
 
-def test_the_language_pair_is_compared_too():
-    runtime_of = {"e": "hf_eager", "n": "native", "o": "ort_python"}
-    table = launches({"e": [100, 100, 100], "n": [50, 52, 51], "o": [51, 50, 52]}, runtime_of)
-    limits = dict.fromkeys(runtime_of, (3, 15))
+def test_the_engine_is_compared_with_each_peer_too():
+    """native against ORT-Python (the language pair) and OpenVINO, not against torch.compile; a
+    peer's pair is extended like a baseline comparison while undecided."""
+    runtime_of = {"e": "hf_eager", "n": "native", "o": "ort_python", "v": "openvino", "t": "torch_compile"}
+    table = launches(
+        {"e": [100, 100, 100], "n": [50, 52, 51], "o": [51, 50, 52], "v": [53, 49, 51], "t": [70, 71, 70]},
+        runtime_of,
+    )
+    limits = dict.fromkeys(runtime_of, (3, 15)) | {"t": (3, 3), "e": (3, 3)}
     decision = look_decision(table, "latency", "hf_eager", limits, 1, STEP, ALPHA, MARGIN)
     pairs = {(r["candidate"], r["baseline"]): r["decision"] for r in decision["comparisons"]}
-    assert pairs[("n", "o")] == "undecided" and decision["extend"] == ["e", "n", "o"]
+    assert set(pairs) == {("n", "e"), ("o", "e"), ("v", "e"), ("t", "e"), ("n", "o"), ("n", "v")}
+    assert pairs[("n", "o")] == pairs[("n", "v")] == "undecided" and decision["extend"] == ["n", "o", "v"]
 
 
 def write_looks(folder, decisions: list[dict]) -> list:

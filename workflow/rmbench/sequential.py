@@ -1,7 +1,8 @@
 """Sequential launches: a block runs its launches in looks and stops once its comparisons are decided.
 
 A block (cells.comparison_block) starts with each cell's minimum launches. At each look every
-comparison the block's table reports against its baseline (and the language pair) is one of:
+comparison the block's table reports against its baseline (and the native engine against its
+peers) is one of:
 
 - a difference: the two cells' intervals do not overlap;
 - a tie: the interval of the relative difference, paired by launch round, lies within the
@@ -35,7 +36,7 @@ from .stats import (
     paired_difference_interval,
     t_interval,
 )
-from .studies import LANGUAGE_PAIR, STUDIES
+from .studies import ENGINE_PEERS, LANGUAGE_PAIR, STUDIES
 from .tables import compared_metrics, group_keys, launch_row
 
 LOOK_PATH = "results/sequential/{study}/{model}/{device}/{set}/look~{look}.json"
@@ -140,7 +141,8 @@ def block_launches(paths: list[str | Path]) -> pd.DataFrame:
 
 def comparisons(table: pd.DataFrame, study: str, baseline: str) -> list[tuple[str, str]]:
     """The (candidate, baseline) cell keys whose verdicts the block's tables report: every cell
-    against the study's baseline within its group, and for latency the language pair."""
+    against the study's baseline within its group, and for latency the native engine against
+    each of its peers (ENGINE_PEERS: the language pair's Python side first)."""
     between = STUDIES[study]["between"]
     keys = [k for k in group_keys(study) if k in table]
     pairs = []
@@ -148,9 +150,11 @@ def comparisons(table: pd.DataFrame, study: str, baseline: str) -> list[tuple[st
         cells = dict(zip(group[between], group["cell_key"]))
         if baseline in cells:
             pairs += [(cells[name], cells[baseline]) for name in sorted(cells) if name != baseline]
-        native, python = LANGUAGE_PAIR
-        if study == "latency" and native in cells and python in cells and baseline not in (native, python):
-            pairs.append((cells[native], cells[python]))
+        native = LANGUAGE_PAIR[0]
+        if study == "latency" and native in cells and native != baseline:
+            pairs += [
+                (cells[native], cells[peer]) for peer in ENGINE_PEERS if peer in cells and peer != baseline
+            ]
     return pairs
 
 

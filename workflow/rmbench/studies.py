@@ -81,6 +81,10 @@ STUDIES = {
 # The latency study's language pair (candidate, baseline): the same engine and ONNX file, called
 # from C++ and from Python.
 LANGUAGE_PAIR = ("native", "ort_python")
+# The runtimes the native engine is held against as peers: the other engines of ONNX graphs. The
+# sequential design decides native against each in the block (faster, slower or tied within the
+# equivalence margin), as it decides every runtime against the baseline.
+ENGINE_PEERS = ("ort_python", "openvino")
 
 # Whose own table the findings page words (batching and concurrency: their verdict tables).
 FINDINGS_STUDIES = ("latency", "compile", "tokenizer", "zerocopy", "colocation")
