@@ -104,9 +104,10 @@ def test_cell_table_of_the_extended_tier():
     #   batching server 4) x 3; decomposition: 3 models x (eager 2 precisions
     #   + oneDNN kernels, compile without and with freezing + frozen without prepacking + frozen bf16
     #   + its head in fp32, ORT-Python 4 levels + fused + int8 + attention-only int8 + relative
-    #   shift + the engine's operator, native fp32 + int8 + attention-only int8 + relative shift) x 3
+    #   shift + the engine's operator + multihead attention, native fp32 + int8 + attention-only
+    #   int8 + relative shift) x 3
     assert launches_per_study(cells) == {
-        "decomposition": 3 * (3 + 5 + 9 + 4) * 3,
+        "decomposition": 3 * (3 + 5 + 10 + 4) * 3,
         "concurrency": 2 * (4 + 6 + 2 + 4 + 4) * 3,
         "batching": 3 * ((9 + 20 + 7 + 3) * 3 + 4 * 6 + 4 * 3) + 3 * (9 + 4) * 3,
         "latency": 3 * (96 + 21) + 3 * 3 * 4 * 3,

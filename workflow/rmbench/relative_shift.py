@@ -17,9 +17,10 @@ transformers' own code. The parity gate checks the exported file like any other 
 here agree with transformers' to float rounding).
 
 ONNX's own operators still copy for each shift, transpose the second term and add the two: four
-passes over attention-sized tensors per layer. `patched(as_one_operator=True)` writes all of
-that as one node, rmbench.DisentangledBias, which the native engine implements (the
-`disentangled_bias` export; native/src/disentangled_bias.cpp).
+passes over attention-sized tensors per layer. `patched("disentangled_bias")` writes all of that
+as one node, rmbench.DisentangledBias, which the native engine implements
+(native/src/disentangled_bias.cpp). `patched("multihead_attention")` also writes the rest of the
+attention (scores, mask, softmax, the values' sum) as ONNX Runtime's MultiHeadAttention.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class DisentangledBias(torch.autograd.Function):
 
 class MultiHeadAttention(torch.autograd.Function):
     """Scores, bias, key mask, softmax and the weighted sum of values as one node: ONNX Runtime's
-    com.microsoft.MultiHeadAttention, which both ONNX Runtime engines run (CPU and CUDA). It takes
+    own com.microsoft.MultiHeadAttention, which needs no library of ours. It takes
     the projections as [batch, length, heads x depth] and returns the context in the same layout,
     so the export also drops the value's and the context's transposes. PyTorch computes the same
     steps as transformers, so the traced export and eager agree; only the exported node differs."""
