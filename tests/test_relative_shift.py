@@ -9,7 +9,7 @@ import torch
 from rmbench.errors import RmbenchError
 from rmbench.export import export_onnx, ort_session
 from rmbench.families import family
-from rmbench.onnx_files import ATTENTION_EXPORTS
+from rmbench.onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS
 from rmbench.relative_shift import REWRITES, patched
 from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 
@@ -104,7 +104,7 @@ def test_exported_shift_has_no_attention_sized_index_and_scores_at_every_length(
         assert np.allclose(session.run(None, feed)[0][:, 0], logits(model, batch), rtol=0, atol=1e-4), lengths
 
 
-@pytest.mark.parametrize("export", ["disentangled_bias", "multihead_attention"])
+@pytest.mark.parametrize("export", NATIVE_OPERATOR_EXPORTS)
 def test_the_operator_exports_score_like_pytorch_with_the_engines_library_and_are_refused_without(
     exports, binary, export
 ):

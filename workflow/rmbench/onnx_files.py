@@ -8,9 +8,10 @@ from __future__ import annotations
 from .errors import RmbenchError
 
 # How DeBERTa's relative attention is exported: as transformers writes it, as a diagonal shift
-# in ONNX's own operators, or with the shift and sum as the native engine's operator
-# rmbench.DisentangledBias (relative_shift.py; models without relative attention export the same
-# graph every way).
+# in ONNX's own operators, with the shift and sum as the native engine's operator
+# rmbench.DisentangledBias, or with that operator and the rest of the attention as ONNX Runtime's
+# MultiHeadAttention (relative_shift.py; models without relative attention export the same graph
+# every way).
 ATTENTION_EXPORTS = ("stock", "relative_shift", "disentangled_bias", "multihead_attention")
 # Exports that call the native engine's own operators: only ONNX Runtime sessions that register
 # its operator library load them (the engine itself; ORT-Python, the gates and the profiles given
@@ -27,9 +28,9 @@ MATMUL_GROUPS = ("all", "ffn", "attention", "ffn_in", "ffn_out", "attention-ffn_
 
 
 # The exports of one model: `optimizer: transformers` loads the file after
-# onnxruntime.transformers' fusions (rule optimize_onnx), `optimizer: relative_shift` or
-# `disentangled_bias` another attention export (rules export_onnx_relative_shift and
-# export_onnx_disentangled_bias, one script). What each runtime takes is its own declaration
+# onnxruntime.transformers' fusions (rule optimize_onnx), `optimizer: relative_shift`,
+# `disentangled_bias` or `multihead_attention` another attention export (rules
+# export_onnx_<export>, one script). What each runtime takes is its own declaration
 # (Runtime.settings).
 OPTIMIZER_SUFFIX = {
     "none": "",

@@ -108,9 +108,9 @@ class DisentangledBias(torch.autograd.Function):
 
 class MultiHeadAttention(torch.autograd.Function):
     """Scores, bias, key mask, softmax and the weighted sum of values as one node: ONNX Runtime's
-    own com.microsoft.MultiHeadAttention, which needs no library of ours. It takes
-    the projections as [batch, length, heads x depth] and returns the context in the same layout,
-    so the export also drops the value's and the context's transposes. PyTorch computes the same
+    own com.microsoft.MultiHeadAttention, which needs no library of ours. It takes the projections
+    as [batch, length, heads x depth] and returns the context in the same layout, so the export
+    also drops the value's and the context's transposes. PyTorch computes the same
     steps as transformers, so the traced export and eager agree; only the exported node differs."""
 
     @staticmethod
