@@ -10,7 +10,7 @@ import yaml
 from conftest import ROOT, TINY
 from rmbench.errors import ModelSourceError
 from rmbench.export import export_onnx, parity_report, reference_scores
-from rmbench.families import FAMILIES, FAMILY_KEYS, check_models, family, family_of_folder
+from rmbench.families import FAMILIES, FAMILY_KEYS, check_models, family, family_of_folder, resolved_export
 from rmbench.flops import encoder_flops, layer_weight_shapes
 from rmbench.gemm_bench import layer_shapes
 from rmbench.models import build_model, build_tokenizer, chat_messages, encode, load_tokenizer, token_ids
@@ -45,6 +45,7 @@ TOY = {
     "ort_optimizer": "bert",
     "native_tokenizer": "wordpiece",
     "special_tokens": {"pad": "[PAD]", "bos": "[CLS]", "eos": "[SEP]"},
+    "engine_export": "none",
 }
 
 
@@ -85,6 +86,18 @@ def test_a_family_missing_a_key_is_refused_naming_it(monkeypatch):
     monkeypatch.setitem(FAMILIES, "odd", TOY | {"input": "triple"})
     with pytest.raises(ModelSourceError, match="input is 'triple', not one of pair, chat"):
         family("odd")
+
+
+def test_a_family_export_must_be_a_file_the_pipeline_builds_for_it(monkeypatch):
+    assert resolved_export("family", family("electra-large")) == "transformers"
+    assert resolved_export("relative_shift", family("electra-large")) == "relative_shift"
+    monkeypatch.setitem(FAMILIES, "odd", TOY | {"engine_export": "fastest"})
+    with pytest.raises(ModelSourceError, match="engine_export is 'fastest', not one of its exports"):
+        family("odd")
+    # no fused graph without onnxruntime.transformers' model type
+    monkeypatch.setitem(FAMILIES, "unfused", TOY | {"engine_export": "transformers", "ort_optimizer": None})
+    with pytest.raises(ModelSourceError, match="engine_export is 'transformers'"):
+        family("unfused")
 
 
 def test_a_model_deeper_than_its_family_is_refused():

@@ -24,7 +24,7 @@ def test_a_native_latency_launch_waits_for_the_build_both_parity_gates_and_the_r
         "rows": "results/data/main60.jsonl",
         "binary": inputs.NATIVE_BINARY,
         "native_parity": "results/correctness/deberta_native.json",
-        "onnx": "results/onnx/deberta/model.mha.onnx",  # config.yaml: optimizer multihead_attention
+        "onnx": "results/onnx/deberta/model.mha.onnx",  # config.yaml: optimizer family, DeBERTa's
         "parity": "results/correctness/deberta.json",
         "export_parity": "results/correctness/deberta.mha.json",
         "operators": inputs.NATIVE_OPERATORS,
@@ -52,7 +52,7 @@ def test_another_export_brings_its_own_parity_gate():
 
 
 def test_python_onnx_runtime_on_the_engines_operator_export_loads_the_engines_library():
-    cell = job("latency", "deberta", "ort_python")  # config.yaml: optimizer multihead_attention
+    cell = job("latency", "deberta", "ort_python")  # config.yaml: optimizer family, DeBERTa's
     needed = inputs.cell_inputs(CONFIG, cell)
     assert needed["onnx"] == "results/onnx/deberta/model.mha.onnx"
     assert needed["operators"] == inputs.NATIVE_OPERATORS
@@ -60,6 +60,16 @@ def test_python_onnx_runtime_on_the_engines_operator_export_loads_the_engines_li
     on_gpu = inputs.cell_inputs(CONFIG, job("latency", "deberta", "ort_python", device="cuda"))
     assert on_gpu["onnx"] == "results/onnx/deberta/model.relshift.onnx"  # the operator has no CUDA kernel
     assert "operators" not in on_gpu
+
+
+def test_each_family_loads_its_own_export_under_optimizer_family():
+    files = {m: inputs.cell_inputs(CONFIG, job("latency", m, "native"))["onnx"] for m in ("electra", "qwen3")}
+    assert files == {
+        "electra": "results/onnx/electra/model.opt.onnx",
+        "qwen3": "results/onnx/qwen3/model.onnx",
+    }
+    electra = inputs.cell_inputs(CONFIG, job("latency", "electra", "native"))
+    assert electra["fused_parity"] == "results/correctness/electra.opt.json" and "operators" not in electra
 
 
 def test_a_runtime_that_cannot_score_a_family_gets_only_the_model_and_rows():

@@ -1,15 +1,16 @@
-"""Probe (outside the pipeline): DeBERTa's attention exports in one process, interleaved.
+"""Probe (outside the pipeline): one model's ONNX exports in one process, interleaved.
 
 Launches of one cell move 10-25% with the host's phases (run log 2026-12-05), so launch-level
 comparisons of exports a few percent apart stay undecided. Here one ORT-Python process holds a
-session on each export named (rmbench.onnx_files.ATTENTION_EXPORTS) and scores main60's first
-30 rows on each in turn, the order rotating every round. Each round's median row time is one
+session on each export named (rmbench.onnx_files.ATTENTION_EXPORTS, or `transformers`: the
+fused graph) and scores main60's first 30 rows on each in turn, the order rotating every round. Each round's median row time is one
 value; the ratios are paired by round, so a phase that lasts longer than a round falls on every
 export alike. 2 intra-op threads, 3 warm-up rows, as a latency launch.
 
-    PYTHONPATH=workflow .venv/bin/python docs/probes/interleaved_exports.py results 16 [export ...]
-    # after the attention-export profile built results/onnx/deberta/ and the native engine;
-    # exports: rmbench.onnx_files.ATTENTION_EXPORTS (all by default), each compared with the next
+    PYTHONPATH=workflow .venv/bin/python docs/probes/interleaved_exports.py results MODEL 16 [export ...]
+    # after the pipeline built results/onnx/MODEL/ with those exports (and the native engine for
+    # its operator's exports); exports: rmbench.onnx_files.ATTENTION_EXPORTS (all by default) or
+    # `transformers`, each compared with the next
 """
 
 import itertools
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 from rmbench.models import encode, load_tokenizer
-from rmbench.onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS, onnx_file
+from rmbench.onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS, ONNX_OPTIMIZERS, onnx_file
 from scipy import stats
 
 ROWS, WARMUP, THREADS = 30, 3, 2
@@ -42,16 +43,19 @@ def paired_ratio(a: list[float], b: list[float]) -> tuple[float, float, float]:
     return tuple(float(np.exp(v)) for v in (logs.mean(), logs.mean() - half, logs.mean() + half))
 
 
-def main(results: Path, rounds: int, exports: list[str]) -> None:
+def main(results: Path, model: str, rounds: int, exports: list[str]) -> None:
+    unknown = [name for name in exports if name != "stock" and name not in ONNX_OPTIMIZERS]
+    if unknown:
+        sys.exit(f"unknown exports {unknown}: choose from stock, {', '.join(ONNX_OPTIMIZERS[1:])}")
     operators = results / "native/bin/librmbench_ops.so"
     sessions = {
         name: session(
-            results.parent / onnx_file("deberta", optimizer="none" if name == "stock" else name),
+            results.parent / onnx_file(model, optimizer="none" if name == "stock" else name),
             operators if name in NATIVE_OPERATOR_EXPORTS else None,
         )
         for name in exports
     }
-    tokenizer = load_tokenizer(results / "models/deberta")
+    tokenizer = load_tokenizer(results / f"models/{model}")
     names = {i.name for i in next(iter(sessions.values())).get_inputs()}
     lines = (results / "data/main60.jsonl").read_text().splitlines()[: WARMUP + ROWS]
     feeds = []
@@ -81,4 +85,4 @@ def main(results: Path, rounds: int, exports: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:] or list(ATTENTION_EXPORTS))
+    main(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4:] or list(ATTENTION_EXPORTS))

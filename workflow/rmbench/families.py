@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from .errors import ModelSourceError
+from .onnx_files import ONNX_OPTIMIZERS
 
 # What each key means (docs/models.md has the long form).
 FAMILY_KEYS = {
@@ -29,9 +30,15 @@ FAMILY_KEYS = {
     "matmul_parts": "int8 groups by ONNX node name: attention, ffn_in, ffn_out, each a list of substrings",
     "ort_optimizer": "onnxruntime.transformers' model type for the fused graph, or None (unsupported)",
     "native_tokenizer": "the native engine's tokenizer: sentencepiece | wordpiece | byte_bpe, or None",
+    "engine_export": (
+        "the ONNX file the ONNX Runtime engines load under `optimizer: family`: the one that measured "
+        "fastest for this family (rmbench.onnx_files.ONNX_OPTIMIZERS)"
+    ),
     "special_tokens": "pad, bos, eos as token strings (the co-location generator's ids)",
 }
 TOKENIZER_KINDS = ("sentencepiece", "wordpiece", "byte_bpe")
+# The `optimizer` option's value that lets each family choose its own export (engine_export)
+FAMILY_EXPORT = "family"
 INPUT_FORMS = ("pair", "chat")
 # Tokenizer libraries the tokenizer study times that know one kind only.
 LIBRARY_KINDS = {"tiktoken": "byte_bpe"}
@@ -101,6 +108,8 @@ FAMILIES: dict[str, dict] = {
         "head": ["pooler.dense", "classifier"],
         "tokenizer": "sentencepiece",
         "native_tokenizer": "sentencepiece",
+        # the position terms as the engine's operator, the rest as ORT's MultiHeadAttention
+        "engine_export": "multihead_attention",
     }
     | ENCODER,
     "electra-large": {
@@ -122,6 +131,8 @@ FAMILIES: dict[str, dict] = {
         "head": ["classifier.dense", "classifier.out_proj"],
         "tokenizer": "wordpiece",
         "native_tokenizer": "wordpiece",
+        # onnxruntime.transformers' fused graph: fewer small operators, steadier in slow phases
+        "engine_export": "transformers",
     }
     | ENCODER,
     # Skywork-Reward-V2-Qwen3-0.6B, NeMo-RL's default reward model: Qwen3-0.6B's published config
@@ -165,6 +176,7 @@ FAMILIES: dict[str, dict] = {
         "ort_optimizer": None,
         "native_tokenizer": "byte_bpe",
         "special_tokens": {"pad": "<|endoftext|>", "bos": "<|im_start|>", "eos": "<|im_end|>"},
+        "engine_export": "none",
     },
 }
 
@@ -193,6 +205,12 @@ def check_family(name: str, declaration: dict) -> dict:
         raise ModelSourceError(
             f"model family '{name}': padding_sides must list left and/or right, not {sides}"
         )
+    export = declaration["engine_export"]
+    if export not in ONNX_OPTIMIZERS or (export == "transformers" and declaration["ort_optimizer"] is None):
+        raise ModelSourceError(
+            f"model family '{name}': engine_export is {export!r}, not one of its exports "
+            f"({', '.join(o for o in ONNX_OPTIMIZERS if o != 'transformers' or declaration['ort_optimizer'])})"
+        )
     parts = set(declaration["matmul_parts"])
     if parts != {"attention", "ffn_in", "ffn_out"}:
         raise ModelSourceError(
@@ -206,6 +224,12 @@ def family(name: str) -> dict:
     if name not in FAMILIES:
         raise ModelSourceError(f"unknown model family '{name}' (known: {', '.join(FAMILIES)})")
     return check_family(name, FAMILIES[name]) | {"name": name}
+
+
+def resolved_export(optimizer: str, declared: dict) -> str:
+    """The ONNX file a runtime's `optimizer` option names for a model of family `declared`:
+    `family` is the family's own engine_export, any other value itself."""
+    return declared["engine_export"] if optimizer == FAMILY_EXPORT else optimizer
 
 
 def family_of_class(hf_class: str) -> dict:

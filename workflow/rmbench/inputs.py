@@ -8,7 +8,7 @@ what any cell of any config needs without Snakemake.
 from __future__ import annotations
 
 from .cells import gated_params, parse_params, precision, runtime_options, study_config
-from .families import family
+from .families import family, resolved_export
 from .onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS, OPTIMIZER_SUFFIX, device_export, onnx_file
 from .runtimes import family_reason, native_engine_needed, runtime_class
 
@@ -74,8 +74,12 @@ def scoring_inputs(config: dict, job: dict) -> dict:
         return inputs
     options = job_options(config, job)
     if runtime_class(job["runtime"]).onnx_needed(options):
-        # a variant's, else the runtime's own option; on CUDA without the engine's CPU-only operators
-        optimizer = device_export(options.get("optimizer", "none"), job.get("device", "cpu"))
+        # a variant's, else the runtime's own option (`family`: the family's own export); on CUDA
+        # without the engine's CPU-only operators
+        declared = family(config["models"][model]["architecture"])
+        optimizer = device_export(
+            resolved_export(options.get("optimizer", "none"), declared), job.get("device", "cpu")
+        )
         inputs["onnx"] = onnx_file(model, precision(job["params"]), optimizer, params.get("matmuls"))
         inputs["parity"] = f"results/correctness/{model}.json"
         if optimizer in ATTENTION_EXPORTS:  # another export: its own parity gate too

@@ -21,6 +21,7 @@ import pandas as pd
 
 from .flops import encoder_flops, model_config
 from .gemm_bench import best_probe, probe_ceiling
+from .onnx_files import ATTENTION_EXPORTS
 from .operators import MATRIX_OPS, operator_profile
 from .provenance import host_cell, launch_hosts
 from .stats import t_interval
@@ -133,7 +134,7 @@ def ceiling_profile(
         "onnx": str(onnx_path),
         "tokens": tokens,
         "gflop_per_row": sum(encoder_flops(config, n) for n in lengths) / len(lengths) / 1e9,
-        # only DeBERTa's relative attention exports differently (onnx_files.ATTENTION_EXPORTS)
+        # only relative attention exports differently (loaded_graph)
         "relative_attention": bool(config.get("relative_attention")),
         "profile": profile,
         "ceiling": best_probe([before, after]),
@@ -178,6 +179,13 @@ def ceiling_gap_parts(record: dict, top: int) -> list[dict]:
     return [{"part": part, "ms_per_row": ms, "share": ms / whole} for part, ms in parts]
 
 
+def loaded_graph(record: dict) -> str:
+    """The export a ceiling profile ran, by what its graph is: a model without relative attention
+    exports the stock graph under every attention export's name (onnx_files.ATTENTION_EXPORTS)."""
+    export = record["optimizer"]
+    return "none" if export in ATTENTION_EXPORTS and not record.get("relative_attention", True) else export
+
+
 def ceiling_gap_table(records: list[dict], best: pd.DataFrame, top: int = 5) -> pd.DataFrame:
     """Per model: where the time of a row goes against the GEMM ceiling, from ONNX Runtime's
     operator profile of the export the latency study's engines load (`records`, rule
@@ -191,8 +199,7 @@ def ceiling_gap_table(records: list[dict], best: pd.DataFrame, top: int = 5) -> 
         profile = record["profile"]
         model = {
             "model": record["model"],
-            # a model without relative attention exports the stock graph under every export's name
-            "export": record["optimizer"] if record.get("relative_attention", True) else "none",
+            "export": loaded_graph(record),
             "rows": profile["rows"],
             "tokens": record["tokens"],
             "gflop_per_row": record["gflop_per_row"],

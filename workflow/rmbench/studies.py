@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .families import family, resolved_export
+
 # What each study compares: launches of different `between` values within a model x device x
 # set (x variant) group, on these per-launch metrics (lower is better; the first one decides
 # speed-ups and verdicts). Metrics named in `report_only` (higher is better) get intervals but no
@@ -118,12 +120,14 @@ def ceiling_probe_runs(config: dict) -> bool:
     return bool(study.get("ceiling_probe")) and "cpu" in study.get("devices", [])
 
 
-def engine_export(config: dict) -> str:
-    """The export the latency study's ONNX Runtime engines load (its `optimizer` option: the
-    native engine's, else ORT-Python's; 'none' is the stock export)."""
+def engine_export(config: dict, model: str) -> str:
+    """The export the latency study's ONNX Runtime engines load for `model` (their `optimizer`
+    option: the native engine's, else ORT-Python's; `family`: the model family's own; 'none' is
+    the stock export)."""
     runtimes = config["studies"]["latency"]["runtimes"]
     engines = [r for r in LANGUAGE_PAIR if r in runtimes]
-    return runtimes[engines[0]].get("options", {}).get("optimizer", "none") if engines else "none"
+    optimizer = runtimes[engines[0]].get("options", {}).get("optimizer", "none") if engines else "none"
+    return resolved_export(optimizer, family(config["models"][model]["architecture"]))
 
 
 def language_pair_runs(config: dict) -> bool:

@@ -125,7 +125,9 @@ def headline_set(study):
 def export_operators(wildcards):
     """The native engine's operator library where a profile loads an export that calls it: the
     rule's optimizer wildcard, else the export the latency study's engines load."""
-    return inputs.operator_library(wildcards.get("optimizer", engine_export(config)))
+    return inputs.operator_library(
+        wildcards.get("optimizer") or engine_export(config, wildcards.model)
+    )
 
 
 def headline_rows(study):

@@ -224,7 +224,9 @@ rule ort_operators:
 rule ceiling_operators:
     input:
         unpack(export_operators),
-        onnx=lambda wildcards: onnx_file(wildcards.model, "fp32", engine_export(config)),
+        onnx=lambda wildcards: onnx_file(
+            wildcards.model, "fp32", engine_export(config, wildcards.model)
+        ),
         model="results/models/{model}",
         rows=headline_rows("latency"),
     output:
@@ -237,7 +239,7 @@ rule ceiling_operators:
     threads: all_cores
     params:
         threads=threads(),
-        optimizer=engine_export(config),
+        optimizer=lambda wildcards: engine_export(config, wildcards.model),
         rows=study_config("latency").get("rows", 0),
         warmup=config["launch"]["warmup_rows"],
         max_length=config["data"]["max_length"],

@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..batching import PADDING_SIDES, PADDINGS
+from ..families import FAMILY_EXPORT, resolved_export
 from ..models import encode
 from ..onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS
 
 # The ONNX file a cell of an ONNX runtime loads (rmbench.onnx_files.onnx_file, wired by the rules):
-# int8 quantizes every MatMul or one group of them; an optimizer picks another export.
+# int8 quantizes every MatMul or one group of them; an optimizer picks another export, `family`
+# the one each model family declares (rmbench.families' engine_export).
 ONNX_FILE_SETTINGS = {
     "precision": (("fp32", "int8"), "fp32"),
-    "optimizer": (ONNX_OPTIMIZERS, "none"),
+    "optimizer": ((*ONNX_OPTIMIZERS, FAMILY_EXPORT), "none"),
     "matmuls": (MATMUL_GROUPS, "all"),
 }
 
@@ -109,7 +111,10 @@ class Runtime(ABC):
                 f"{declared['name']} pads on the {' or '.join(declared['padding_sides'])} only: "
                 f"padded on the {side} its scores would move"
             )
-        if options.get("optimizer") == "transformers" and declared["ort_optimizer"] is None:
+        if (
+            resolved_export(options.get("optimizer", "none"), declared) == "transformers"
+            and declared["ort_optimizer"] is None
+        ):
             return (
                 f"ONNX Runtime's fused graph is not built for {declared['name']}: its family declares "
                 "no optimizer model type (docs/models.md says why)"
