@@ -3,9 +3,9 @@
 Launches of one cell move 10-25% with the host's phases (run log 2026-12-05), so launch-level
 comparisons of exports a few percent apart stay undecided. Here one ORT-Python process holds a
 session on each export named (rmbench.onnx_files.ATTENTION_EXPORTS, or `transformers`: the
-fused graph) and scores main60's first 30 rows on each in turn, the order rotating every round. Each round's median row time is one
-value; the ratios are paired by round, so a phase that lasts longer than a round falls on every
-export alike. 2 intra-op threads, 3 warm-up rows, as a latency launch.
+fused graph) and scores main60's first 30 rows on each in turn, the order rotating every round.
+Each round's median row time is one value; the ratios are paired by round, so a phase that lasts
+longer than a round falls on every export alike. 2 intra-op threads, 3 warm-up rows, as a latency launch.
 
     PYTHONPATH=workflow .venv/bin/python docs/probes/interleaved_exports.py results MODEL 16 [export ...]
     # after the pipeline built results/onnx/MODEL/ with those exports (and the native engine for
@@ -44,9 +44,9 @@ def paired_ratio(a: list[float], b: list[float]) -> tuple[float, float, float]:
 
 
 def main(results: Path, model: str, rounds: int, exports: list[str]) -> None:
-    unknown = [name for name in exports if name != "stock" and name not in ONNX_OPTIMIZERS]
-    if unknown:
-        sys.exit(f"unknown exports {unknown}: choose from stock, {', '.join(ONNX_OPTIMIZERS[1:])}")
+    known = ["stock"] + [o for o in ONNX_OPTIMIZERS if o != "none"]  # `stock` names the plain export
+    if unknown := [name for name in exports if name not in known]:
+        sys.exit(f"unknown exports {unknown}: choose from {', '.join(known)}")
     operators = results / "native/bin/librmbench_ops.so"
     sessions = {
         name: session(

@@ -205,11 +205,12 @@ def check_family(name: str, declaration: dict) -> dict:
         raise ModelSourceError(
             f"model family '{name}': padding_sides must list left and/or right, not {sides}"
         )
-    export = declaration["engine_export"]
-    if export not in ONNX_OPTIMIZERS or (export == "transformers" and declaration["ort_optimizer"] is None):
+    # the fused graph is built only for a family with onnxruntime.transformers' model type
+    built = [o for o in ONNX_OPTIMIZERS if o != "transformers" or declaration["ort_optimizer"]]
+    if declaration["engine_export"] not in built:
         raise ModelSourceError(
-            f"model family '{name}': engine_export is {export!r}, not one of its exports "
-            f"({', '.join(o for o in ONNX_OPTIMIZERS if o != 'transformers' or declaration['ort_optimizer'])})"
+            f"model family '{name}': engine_export is {declaration['engine_export']!r}, "
+            f"not one of its exports ({', '.join(built)})"
         )
     parts = set(declaration["matmul_parts"])
     if parts != {"attention", "ffn_in", "ffn_out"}:
@@ -224,6 +225,11 @@ def family(name: str) -> dict:
     if name not in FAMILIES:
         raise ModelSourceError(f"unknown model family '{name}' (known: {', '.join(FAMILIES)})")
     return check_family(name, FAMILIES[name]) | {"name": name}
+
+
+def model_family(config: dict, model: str) -> dict:
+    """The family of one of the config's models."""
+    return family(config["models"][model]["architecture"])
 
 
 def resolved_export(optimizer: str, declared: dict) -> str:

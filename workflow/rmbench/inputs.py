@@ -8,7 +8,7 @@ what any cell of any config needs without Snakemake.
 from __future__ import annotations
 
 from .cells import gated_params, parse_params, precision, runtime_options, study_config
-from .families import family, resolved_export
+from .families import model_family, resolved_export
 from .onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS, OPTIMIZER_SUFFIX, device_export, onnx_file
 from .runtimes import family_reason, native_engine_needed, runtime_class
 
@@ -39,14 +39,14 @@ def job_options(config: dict, job: dict) -> dict:
 def unsupported_reason(config: dict, job: dict) -> str | None:
     """Why a job's runtime cannot score its model's family (then it is recorded, untimed, and
     needs only the model and rows), or None."""
-    declared = family(config["models"][job["model"]]["architecture"])
+    declared = model_family(config, job["model"])
     return family_reason(job["runtime"], declared, job_options(config, job))
 
 
 def runs_native_engine(config: dict, cell: dict) -> bool:
     """Whether a cell's runtime runs the native engine (its declaration) on a family the engine
     has a tokenizer for."""
-    declared = family(config["models"][cell["model"]]["architecture"])
+    declared = model_family(config, cell["model"])
     return native_engine_needed(cell["runtime"], job_options(config, cell)) and bool(
         declared["native_tokenizer"]
     )
@@ -76,10 +76,8 @@ def scoring_inputs(config: dict, job: dict) -> dict:
     if runtime_class(job["runtime"]).onnx_needed(options):
         # a variant's, else the runtime's own option (`family`: the family's own export); on CUDA
         # without the engine's CPU-only operators
-        declared = family(config["models"][model]["architecture"])
-        optimizer = device_export(
-            resolved_export(options.get("optimizer", "none"), declared), job.get("device", "cpu")
-        )
+        export = resolved_export(options.get("optimizer", "none"), model_family(config, model))
+        optimizer = device_export(export, job.get("device", "cpu"))
         inputs["onnx"] = onnx_file(model, precision(job["params"]), optimizer, params.get("matmuls"))
         inputs["parity"] = f"results/correctness/{model}.json"
         if optimizer in ATTENTION_EXPORTS:  # another export: its own parity gate too
@@ -131,8 +129,8 @@ def timed_cell_inputs(config: dict, job: dict) -> dict:
 
 def tokenizer_inputs(config: dict, model: str) -> dict:
     """The SentencePiece model a synthetic model of a SentencePiece family trains first."""
-    cfg = config["models"][model]
-    if cfg["source"] == "synthetic" and family(cfg["architecture"])["tokenizer"] == "sentencepiece":
+    synthetic = config["models"][model]["source"] == "synthetic"
+    if synthetic and model_family(config, model)["tokenizer"] == "sentencepiece":
         return {"spm": f"results/tokenizers/spm/{model}.model"}
     return {}
 

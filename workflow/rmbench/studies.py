@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .families import family, resolved_export
+from .families import model_family, resolved_export
 
 # What each study compares: launches of different `between` values within a model x device x
 # set (x variant) group, on these per-launch metrics (lower is better; the first one decides
@@ -127,7 +127,7 @@ def engine_export(config: dict, model: str) -> str:
     runtimes = config["studies"]["latency"]["runtimes"]
     engines = [r for r in LANGUAGE_PAIR if r in runtimes]
     optimizer = runtimes[engines[0]].get("options", {}).get("optimizer", "none") if engines else "none"
-    return resolved_export(optimizer, family(config["models"][model]["architecture"]))
+    return resolved_export(optimizer, model_family(config, model))
 
 
 def language_pair_runs(config: dict) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..batching import PADDING_SIDES, PADDINGS
-from ..families import FAMILY_EXPORT, resolved_export
+from ..families import FAMILY_EXPORT
 from ..models import encode
 from ..onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS
 
@@ -111,10 +111,7 @@ class Runtime(ABC):
                 f"{declared['name']} pads on the {' or '.join(declared['padding_sides'])} only: "
                 f"padded on the {side} its scores would move"
             )
-        if (
-            resolved_export(options.get("optimizer", "none"), declared) == "transformers"
-            and declared["ort_optimizer"] is None
-        ):
+        if options.get("optimizer") == "transformers" and declared["ort_optimizer"] is None:
             return (
                 f"ONNX Runtime's fused graph is not built for {declared['name']}: its family declares "
                 "no optimizer model type (docs/models.md says why)"
