@@ -38,6 +38,10 @@ fi
 if [ "$slurm" -eq 1 ]; then
     debian_packages+=(slurm-wlm slurmdbd munge mariadb-server mariadb-client)
 fi
+# A stock Debian or Ubuntu Python lacks venv's pip bootstrap until its -venv package is in.
+if [ ! -x .venv/bin/python ] && ! "$python" -c 'import ensurepip' 2>/dev/null; then
+    debian_packages+=("python$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-venv")
+fi
 missing=()
 for package in "${debian_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")

@@ -1,16 +1,25 @@
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 # As in the pipeline's jobs (config: onnxruntime_telemetry): no telemetry thread in the processes
 # the tests start, nor a /tmp/mat-debug-<pid>.log each.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 sys.path.insert(0, str(ROOT / "workflow"))
+from rmbench import inputs
+
+# Property tests draw the same examples every run (seeded from each test), so a failure found in
+# CI reproduces on a developer's machine.
+settings.register_profile("rmbench", derandomize=True, print_blob=True)
+settings.load_profile("rmbench")
 
 TINY = {
     "architecture": "electra-large",
@@ -55,33 +64,160 @@ ADVERSARIAL = [
 COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", ".snakemake", "results", "__pycache__", ".pytest_cache", "tables", "figures", "build"
 )
+# The native engine's build as the pipeline makes it (rule native_build, ctest included).
+NATIVE_OUTPUTS = (inputs.NATIVE_BINARY, inputs.NATIVE_OPERATORS)
+# What a slice of the pipeline reuses from the smoke run: it reruns what it measures, not its inputs.
+REUSED = ["data", "tokenizers", "models", "onnx", "reference", "correctness", "native"]
 
 
-def snakemake(workdir, *args, cores: int | None = 2, profile: str = "smoke", timeout: float = 3600):
+def profile_config(profile: str = "smoke") -> dict:
+    """The config a profile runs: config.yaml with each overlay the profile names merged on top,
+    checked and with defaults filled as the pipeline does (workflow/rules/common.smk)."""
+    import yaml
+    from rmbench.cells import drop_removed_runtimes
+    from snakemake.utils import update_config, validate
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    options = yaml.safe_load((ROOT / f"workflow/profiles/{profile}/config.yaml").read_text())
+    for overlay in options.get("configfiles", []):
+        update_config(config, yaml.safe_load((ROOT / overlay).read_text()))
+    drop_removed_runtimes(config)
+    validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"))
+    return config
+
+
+def profile_cells(study: str, profile: str = "smoke", **where) -> list[dict]:
+    """The profile's cell launches of one study (up to each cap) whose keys have the given values,
+    e.g. profile_cells("latency", device="cpu"); `set` matches the cell's sample set."""
+    from rmbench.cells import cell_table, parse_params
+
+    def matches(cell):
+        fields = cell | {"set": parse_params(cell["params"])["set"]}
+        return cell["study"] == study and all(fields[k] == v for k, v in where.items())
+
+    return [cell for cell in cell_table(profile_config(profile)) if matches(cell)]
+
+
+def needs(present: bool, reason: str) -> None:
+    """Skips the calling test (or module) when a tool it needs is missing. Under CI (CI=true) that
+    fails instead: CI installs every tool a promise needs, so a green run proves them all."""
+    if present:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI lacks what this test needs: {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def snakemake(
+    workdir,
+    *args,
+    cores: int | None = 2,
+    profile: str = "smoke",
+    timeout: float = 3600,
+    entry: tuple[str, ...] = ("-m", "snakemake"),
+):
     """Snakemake in `workdir` with a profile (the smoke one by default), as a user runs it."""
-    cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", f"workflow/profiles/{profile}"]
+    cmd = [sys.executable, *entry, "--workflow-profile", f"workflow/profiles/{profile}"]
     cmd += ["--cores", str(cores), *args] if cores else list(args)
-    # As a user's shell has it: without the telemetry switch conftest sets for the tests'
-    # processes, so that the launch records show what the workflow itself set.
-    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
     return subprocess.run(
-        cmd, cwd=workdir, env=env, capture_output=True, text=True, check=False, timeout=timeout
+        cmd, cwd=workdir, env=user_env(), capture_output=True, text=True, check=False, timeout=timeout
     )
 
 
+def user_env() -> dict:
+    """As a user's shell has it: without the telemetry switch conftest sets for the tests'
+    processes, so that the launch records show what the workflow itself set."""
+    return {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+
+
+def pipeline_copy(workdir: Path, smoke: Path | None = None, reused=REUSED) -> Path:
+    """A fresh copy of the repository in `workdir`, with the smoke run's `reused` results hard-linked
+    in (their time stamps kept, so Snakemake finds them up to date)."""
+    shutil.copytree(ROOT, workdir, ignore=COPY_IGNORE)
+    for folder in reused if smoke else []:
+        shutil.copytree(smoke / "results" / folder, workdir / "results" / folder, copy_function=os.link)
+    return workdir
+
+
+class SmokeRun:
+    """The smoke profile's `all` on a fresh copy of the repository, started in the background when
+    the session starts, so the unit tests run beside it. Its first step builds the native engine
+    (the tests' one build); `all` then finds it up to date."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.built, self.finished = threading.Event(), threading.Event()
+        self.failure = ""
+        self.process: subprocess.Popen | None = None
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        for step, done in ((NATIVE_OUTPUTS, self.built), (("all",), self.finished)):
+            if not self.failure:
+                self._snakemake(*step)
+            done.set()
+
+    def _snakemake(self, *targets):
+        cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", "workflow/profiles/smoke"]
+        self.process = subprocess.Popen(
+            [*cmd, "--cores", "2", *targets],
+            cwd=self.workdir,
+            env=user_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # stopped as a group with its jobs at the session's end
+        )
+        output = self.process.communicate()[0]
+        if self.process.returncode != 0:
+            self.failure = f"snakemake {' '.join(targets)} failed:\n{output[-6000:]}"
+
+    def wait(self, event: threading.Event) -> Path:
+        event.wait()
+        assert not self.failure, self.failure
+        return self.workdir
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+
+
+def uses_smoke(item) -> bool:
+    return "smoke_run" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(items):
+    """The tests of the smoke run's results last: the unit tests run while it runs."""
+    items.sort(key=uses_smoke)
+
+
 @pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory):
-    """The smoke profile's `all` on a fresh copy of the repository (test_pipeline checks it; the
-    SLURM test compares its own tables with it)."""
+def smoke_pipeline(request, tmp_path_factory):
+    """The background smoke run, started by the session's first test where any collected test
+    needs its results or the native engine."""
     # A developer iterating on these checks may point them at a finished smoke run of the current
     # tree instead of making a new one (CI never sets it).
     if os.environ.get("RMBENCH_SMOKE_DIR"):
-        return Path(os.environ["RMBENCH_SMOKE_DIR"])
-    workdir = tmp_path_factory.mktemp("smoke") / "rmbench"
-    shutil.copytree(ROOT, workdir, ignore=COPY_IGNORE)
-    run = snakemake(workdir, "all")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    return workdir
+        yield Path(os.environ["RMBENCH_SMOKE_DIR"])
+        return
+    run = SmokeRun(pipeline_copy(tmp_path_factory.mktemp("smoke") / "rmbench"))
+    yield run
+    run.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def start_smoke_run(request):
+    needed = {"smoke_run", "binary"}
+    if any(needed & set(getattr(item, "fixturenames", ())) for item in request.session.items):
+        request.getfixturevalue("smoke_pipeline")
+
+
+@pytest.fixture(scope="session")
+def smoke_run(smoke_pipeline) -> Path:
+    """The smoke run's finished repository copy (test_pipeline checks it; slices reuse its results)."""
+    return (
+        smoke_pipeline if isinstance(smoke_pipeline, Path) else smoke_pipeline.wait(smoke_pipeline.finished)
+    )
 
 
 def tie_pairs(count: int = 300, seed: int = 37) -> list[tuple[str, str]]:
@@ -147,25 +283,10 @@ def tiny_decoder(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def binary(tmp_path_factory):
-    """The native engine, configured, built and unit-tested (ctest) in a temporary folder."""
-    build = tmp_path_factory.mktemp("native-build")
-    for cmd in (
-        [
-            "cmake",
-            "-S",
-            str(ROOT / "native"),
-            "-B",
-            str(build),
-            "-DCMAKE_BUILD_TYPE=Release",
-            f"-DPYTHON={sys.executable}",
-        ],
-        ["cmake", "--build", str(build), "-j", "2"],
-        ["ctest", "--test-dir", str(build), "--output-on-failure"],
-    ):
-        run = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    return build / "rmscore"
+def binary(smoke_pipeline) -> Path:
+    """The native engine as the smoke run's first step built it (configured, built, ctest)."""
+    root = smoke_pipeline if isinstance(smoke_pipeline, Path) else smoke_pipeline.wait(smoke_pipeline.built)
+    return root / NATIVE_OUTPUTS[0]
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import profile_config
 from rmbench.cells import check_references
 from rmbench.errors import RmbenchError
 from snakemake.exceptions import WorkflowError
@@ -30,16 +31,22 @@ def test_default_config_is_valid_and_defaults_are_filled(config):
 
 
 @pytest.mark.parametrize("profile", ["smoke", "extended", "paper-arch", "paper", "language"])
-def test_profile_overlays_are_valid(config, profile):
+def test_profile_overlays_are_valid(profile):
     """Each overlay the profile names (smoke: the extended tier's, then its own), in order."""
-    from snakemake.utils import update_config
-
     options = yaml.safe_load((ROOT / f"workflow/profiles/{profile}/config.yaml").read_text())
     assert options["configfiles"][-1] == f"workflow/profiles/{profile}/experiment.yaml"
-    for overlay in options["configfiles"]:
-        update_config(config, yaml.safe_load((ROOT / overlay).read_text()))
-    validate(config, SCHEMA)
+    config = profile_config(profile)
     assert config["tier"] == ("paper" if profile.startswith("paper") else "extended")
+
+
+def test_an_overlay_removes_a_runtime_its_base_lists_by_setting_it_to_null():
+    from rmbench.cells import drop_removed_runtimes
+
+    smoke = profile_config("smoke")
+    assert "torch_compile" not in smoke["studies"]["decomposition"]["runtimes"]
+    assert "torch_compile" in profile_config("extended")["studies"]["decomposition"]["runtimes"]
+    config = {"studies": {"s": {"runtimes": {"a": {}, "b": None}}}}
+    assert drop_removed_runtimes(config) == {"studies": {"s": {"runtimes": {"a": {}}}}}
 
 
 @pytest.mark.parametrize(

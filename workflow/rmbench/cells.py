@@ -140,6 +140,16 @@ def launch_priorities(cells: list[dict], seed: int) -> dict[str, int]:
     return {path: len(order) - i for i, path in enumerate(order)}
 
 
+def drop_removed_runtimes(config: dict) -> dict:
+    """The config without the runtimes an overlay set to null: a profile removes a runtime its
+    base config lists (`torch_compile: null`) as config files merge key by key. In place."""
+    for study in config.get("studies", {}).values():
+        runtimes = study.get("runtimes") or {}
+        for runtime in [r for r, cfg in runtimes.items() if cfg is None]:
+            del runtimes[runtime]
+    return config
+
+
 def cell_table(config: dict) -> list[dict]:
     """Every cell launch the config may ask for (up to each cell's cap), each with its result path."""
     cells = []

@@ -4,7 +4,8 @@ A block (cells.comparison_block) starts with each cell's minimum launches. At ea
 comparison the block's table reports against its baseline (and the native engine against its
 peers) is one of:
 
-- a difference: the two cells' intervals do not overlap;
+- a difference: the interval of the relative difference, paired by launch round, excludes zero at
+  the look's level (a paired t-test on the rounds' log ratios);
 - a tie: the interval of the relative difference, paired by launch round, lies within the
   equivalence margin (two one-sided tests);
 - undecided: neither. Where both of its cells are below their caps, they get `step` more
@@ -31,10 +32,8 @@ from scipy.stats import norm
 from .cells import CELL_PATH, comparison_block
 from .stats import (
     equivalence_verdict,
-    latency_verdict,
     launch_pairs,
     paired_difference_interval,
-    t_interval,
 )
 from .studies import ENGINE_PEERS, LANGUAGE_PAIR, STUDIES
 from .tables import compared_metrics, group_keys, launch_row
@@ -88,14 +87,16 @@ def look_levels(schedule: list[int], alpha: float) -> list[float]:
 def decide(candidate: pd.Series, baseline: pd.Series, level: float, margin: float) -> str:
     """One comparison at one look at this level, each side a metric by launch number (lower is
     better)."""
-    if len(candidate) < 2 or len(baseline) < 2:
+    pairs = launch_pairs(candidate, baseline)
+    if len(pairs[0]) < 2:
         return "undecided"
-    confidence = 1 - level
-    verdict = latency_verdict(t_interval(candidate, confidence), t_interval(baseline, confidence))
-    if verdict in ("faster", "slower"):
+    # A paired t-test at this look's level: the (1 - level) interval of the rounds' log ratios
+    # clear of zero. Drift between rounds moves both sides of a pair and cancels.
+    lo, hi = paired_difference_interval(*pairs, confidence=1 - level)
+    if lo > 0 or hi < 0:
         return "difference"
     # TOST at this look's level: the (1 - 2 level) interval inside the margin.
-    lo, hi = paired_difference_interval(*launch_pairs(candidate, baseline), confidence=1 - 2 * level)
+    lo, hi = paired_difference_interval(*pairs, confidence=1 - 2 * level)
     return "tie" if equivalence_verdict(lo, hi, margin) == "equivalent" else "undecided"
 
 

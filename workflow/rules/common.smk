@@ -17,6 +17,7 @@ from rmbench.cells import (
     cell_settings as launch_settings,
     cell_table,
     check_references,
+    drop_removed_runtimes,
     comparison_block,
     headline_set as study_headline_set,
     launch_priorities,
@@ -56,6 +57,7 @@ from rmbench.studies import (
     torch_profile_runtimes,
 )
 
+drop_removed_runtimes(config)
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 check_references(config)
 check_models(config)
