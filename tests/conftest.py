@@ -139,23 +139,54 @@ def pipeline_copy(workdir: Path, smoke: Path | None = None, reused=REUSED) -> Pa
     return workdir
 
 
+class Follower:
+    """A test module's start_after_smoke(smoke, folder), run in a thread once the smoke run is
+    done: a slice that mostly waits (on a cluster) overlaps the checks of the smoke run's results.
+    result() waits for what it returned and raises what it raised."""
+
+    def __init__(self, start, smoke: Path, folder: Path):
+        self.value, self.error = None, None
+        self.thread = threading.Thread(target=self._run, args=(start, smoke, folder), daemon=True)
+        self.thread.start()
+
+    def _run(self, start, smoke, folder):
+        try:
+            self.value = start(smoke, folder)
+        except Exception as error:  # noqa: BLE001 (raised again in the test that asks for the result)
+            self.error = error
+
+    def result(self):
+        self.thread.join()
+        if self.error:
+            raise self.error
+        return self.value
+
+
 class SmokeRun:
     """The smoke profile's `all` on a fresh copy of the repository, started in the background when
     the session starts, so the unit tests run beside it. Its first step builds the native engine
-    (the tests' one build); `all` then finds it up to date."""
+    (the tests' one build); `all` then finds it up to date. Then its followers start: {module:
+    (its start_after_smoke, a folder of its own)}."""
 
-    def __init__(self, workdir: Path):
-        self.workdir = workdir
+    def __init__(self, workdir: Path, followers: dict):
+        self.workdir, self.followers = workdir, followers
         self.built, self.finished = threading.Event(), threading.Event()
+        self.started: dict[str, Follower] = {}
         self.failure = ""
         self.process: subprocess.Popen | None = None
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self):
-        for step, done in ((NATIVE_OUTPUTS, self.built), (("all",), self.finished)):
-            if not self.failure:
-                self._snakemake(*step)
-            done.set()
+        self._snakemake(*NATIVE_OUTPUTS)
+        self.built.set()
+        if not self.failure:
+            self._snakemake("all")
+        if not self.failure:
+            self.started = {
+                name: Follower(start, self.workdir, folder)
+                for name, (start, folder) in self.followers.items()
+            }
+        self.finished.set()
 
     def _snakemake(self, *targets):
         cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", "workflow/profiles/smoke"]
@@ -200,7 +231,9 @@ def smoke_pipeline(request, tmp_path_factory):
     if os.environ.get("RMBENCH_SMOKE_DIR"):
         yield Path(os.environ["RMBENCH_SMOKE_DIR"])
         return
-    run = SmokeRun(pipeline_copy(tmp_path_factory.mktemp("smoke") / "rmbench"))
+    modules = {item.module for item in request.session.items if hasattr(item.module, "start_after_smoke")}
+    followers = {m.__name__: (m.start_after_smoke, tmp_path_factory.mktemp(m.__name__)) for m in modules}
+    run = SmokeRun(pipeline_copy(tmp_path_factory.mktemp("smoke") / "rmbench"), followers)
     yield run
     run.stop()
 
@@ -218,6 +251,17 @@ def smoke_run(smoke_pipeline) -> Path:
     return (
         smoke_pipeline if isinstance(smoke_pipeline, Path) else smoke_pipeline.wait(smoke_pipeline.finished)
     )
+
+
+@pytest.fixture(scope="module")
+def followed(request, smoke_pipeline, smoke_run, tmp_path_factory):
+    """What the requesting module's start_after_smoke returned, started as the smoke run finished
+    (or now, on an existing smoke run)."""
+    name = request.module.__name__
+    if isinstance(smoke_pipeline, Path):
+        return request.module.start_after_smoke(smoke_run, tmp_path_factory.mktemp(name))
+    smoke_pipeline.wait(smoke_pipeline.finished)
+    return smoke_pipeline.started[name].result()
 
 
 def tie_pairs(count: int = 300, seed: int = 37) -> list[tuple[str, str]]:

@@ -313,7 +313,7 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     steps = set(planned("decomposition").step)
     assert set(table.step) == steps
     assert {  # eager's kernels and precision, ORT's graph levels and exports, the engine's int8
-        "hf_eager precision=fp32 kernels=onednn",
+        "hf_eager precision=bf16",
         "ort_python graph=disabled",
         "ort_python graph=all optimizer=disentangled_bias",
         "ort_python graph=all optimizer=multihead_attention",

@@ -45,20 +45,14 @@ SITE = [
 ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    start = subprocess.run(
-        ["bash", "envs/slurm-cluster.sh", "start"],
+def cluster(action: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", "envs/slurm-cluster.sh", action],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
-    )
-    assert start.returncode == 0, start.stderr
-    yield
-    subprocess.run(
-        ["bash", "envs/slurm-cluster.sh", "stop"], cwd=ROOT, capture_output=True, timeout=300, check=False
     )
 
 
@@ -92,13 +86,25 @@ def states(job_ids) -> dict[str, str]:
     return dict(line.split("|", 1) for line in out.split())
 
 
-@pytest.fixture(scope="module")
-def slurm_run(cluster, smoke_run, tmp_path_factory):
-    workdir = pipeline_copy(tmp_path_factory.mktemp("slurm") / "rmbench", smoke_run)
+def start_after_smoke(smoke: Path, folder: Path):
+    """conftest starts this in a thread once the smoke run is done, so that the cluster's waits
+    overlap the checks of its results: the cluster, then the slice on a copy of the repository."""
+    started = cluster("start")
+    if started.returncode != 0:
+        raise RuntimeError(f"envs/slurm-cluster.sh start failed:\n{started.stderr}")
+    workdir = pipeline_copy(folder / "rmbench", smoke)
     (workdir / "slice.yaml").write_text(yaml.safe_dump(SLICE))
-    run = slurm(workdir, TARGET)
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-    return workdir, run.stdout + run.stderr
+    return workdir, slurm(workdir, TARGET)
+
+
+@pytest.fixture(scope="module")
+def slurm_run(followed):
+    try:
+        workdir, run = followed
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+        yield workdir, run.stdout + run.stderr
+    finally:
+        cluster("stop")
 
 
 def test_every_job_of_the_slice_ran_through_sbatch_and_completed(slurm_run):
