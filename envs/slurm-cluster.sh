@@ -131,6 +131,9 @@ stop() {
         kill "$pid" 2> /dev/null || continue
         wait_for 20 sh -c "! kill -0 $pid" || kill -9 "$pid" 2> /dev/null || true
     done
+    # A config naming a controller that is gone makes every SLURM client wait for it: scontrol,
+    # which Snakemake's SLURM plugin calls whenever Snakemake starts, waits 9 s.
+    grep -qs "Written by envs/slurm-cluster.sh" /etc/slurm/slurm.conf && rm -f /etc/slurm/slurm.conf /etc/slurm/slurmdbd.conf
     say "stopped"
 }
 

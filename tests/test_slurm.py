@@ -105,6 +105,8 @@ def slurm_run(followed):
         yield workdir, run.stdout + run.stderr
     finally:
         cluster("stop")
+        # else every later Snakemake start waits 9 s on scontrol for the controller that is gone
+        assert not Path("/etc/slurm/slurm.conf").exists(), "the cluster's stop left its config behind"
 
 
 def test_every_job_of_the_slice_ran_through_sbatch_and_completed(slurm_run):
