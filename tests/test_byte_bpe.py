@@ -7,7 +7,7 @@ import unicodedata
 import pytest
 import yaml
 from conftest import ADVERSARIAL, ROOT
-from rmbench.byte_bpe import ADDED_TOKENS, FIRST_SPECIAL_ID, qwen_ranks_file, read_ranks, tiktoken_encoding
+from rmbench.byte_bpe import VOCABULARIES, read_ranks, tiktoken_encoding
 from rmbench.data import sample_rows
 from rmbench.models import chat_texts, load_tokenizer
 from rmbench.synthetic import generate_split
@@ -34,6 +34,9 @@ UNICODE = [
 ]
 
 
+QWEN2 = VOCABULARIES["qwen2"]
+
+
 @pytest.fixture(scope="module")
 def qwen(tiny_decoder):
     return load_tokenizer(tiny_decoder["model"]), tiktoken_encoding()
@@ -48,8 +51,8 @@ def tiktoken_ids(encoding, text):
 
 
 def test_the_ranks_are_qwens():
-    ranks = read_ranks(qwen_ranks_file())
-    assert len(ranks) == FIRST_SPECIAL_ID == 151643
+    ranks = read_ranks(QWEN2.ranks_file())
+    assert len(ranks) == QWEN2.first_special_id() == 151643
     assert sorted(ranks.values()) == list(range(151643))
 
 
@@ -86,7 +89,7 @@ def test_known_ids_of_the_real_qwen_tokenizer(qwen):
     assert hf_ids(tokenizer, "Hello world") == [9707, 1879]
     assert hf_ids(tokenizer, "<|im_start|>user\n") == [151644, 872, 198]
     assert tokenizer.pad_token_id == 151643 and tokenizer.eos_token_id == 151645
-    assert tokenizer.convert_tokens_to_ids(list(ADDED_TOKENS)) == list(
-        range(151643, 151643 + len(ADDED_TOKENS))
+    assert tokenizer.convert_tokens_to_ids(list(QWEN2.added)) == list(
+        range(151643, 151643 + len(QWEN2.added))
     )
     assert tokenizer.convert_tokens_to_ids(["<think>", "</think>"]) == [151667, 151668]

@@ -46,6 +46,8 @@ TOY = {
     "native_tokenizer": "wordpiece",
     "special_tokens": {"pad": "[PAD]", "bos": "[CLS]", "eos": "[SEP]"},
     "engine_export": "none",
+    "vocabulary": None,
+    "chat_template": None,
 }
 
 

@@ -35,7 +35,7 @@ def test_layers_knob_keeps_the_real_per_layer_shapes(arch):
         "max_position_embeddings",
     ):
         assert getattr(full, key, None) == getattr(cut, key, None)
-    assert full.hidden_size == 1024 and full.num_labels == 1
+    assert full.hidden_size == FAMILIES[arch]["config"]["hidden_size"] and full.num_labels == 1
     with pytest.raises(ModelSourceError, match="is more than"):
         synthetic_config({"architecture": arch, "layers": full.num_hidden_layers + 1})
 

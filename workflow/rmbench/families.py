@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .byte_bpe import VOCABULARIES
 from .errors import ModelSourceError
 from .onnx_files import ONNX_OPTIMIZERS
 
@@ -20,6 +21,11 @@ FAMILY_KEYS = {
     "config": "the real model's config.json values, model_type included",
     "head": "the reward head's layers, input to output (calibrated in a synthetic model)",
     "tokenizer": "how the embedded default builds the tokenizer: sentencepiece | wordpiece | byte_bpe",
+    "vocabulary": "a byte_bpe tokenizer's ranks, split pattern and added tokens (rmbench.byte_bpe.VOCABULARIES), else None",
+    "chat_template": (
+        "the chat template the embedded tokenizer carries: a file of the pinned trl wheel's "
+        "trl/chat_templates/, or None for the fixed ChatML form (CHATML_TEMPLATE); a hub model keeps its own"
+    ),
     "input": "how a row becomes model input: pair (tokenizer(prompt, reply)) | chat (the chat template)",
     "pooling": "which token the head reads: first | last (the last non-pad token)",
     "padding_sides": (
@@ -77,6 +83,25 @@ ENCODER = {
     "matmul_parts": BERT_MATMUL_PARTS,
     "ort_optimizer": "bert",
     "special_tokens": {"pad": "[PAD]", "bos": "[CLS]", "eos": "[SEP]"},
+    "vocabulary": None,
+    "chat_template": None,
+}
+
+# What the decoder reward models share: the dialogue in a chat template, a head on the last
+# non-pad token (either padding side), SwiGLU and its node names.
+DECODER = {
+    "head": ["score"],
+    "tokenizer": "byte_bpe",
+    "input": "chat",
+    "pooling": "last",
+    "padding_sides": ["left", "right"],
+    "ffn_matrices": 3,
+    "matmul_parts": {
+        "attention": ["/self_attn/"],
+        "ffn_in": ["/mlp/gate_proj/", "/mlp/up_proj/"],
+        "ffn_out": ["/mlp/down_proj/"],
+    },
+    "engine_export": "none",
 }
 
 FAMILIES: dict[str, dict] = {
@@ -159,25 +184,63 @@ FAMILIES: dict[str, dict] = {
             "eos_token_id": 151645,
             "num_labels": 1,
         },
-        "head": ["score"],
-        "tokenizer": "byte_bpe",
-        "input": "chat",
-        "pooling": "last",
-        "padding_sides": ["left", "right"],
-        "ffn_matrices": 3,
-        "matmul_parts": {
-            "attention": ["/self_attn/"],
-            "ffn_in": ["/mlp/gate_proj/", "/mlp/up_proj/"],
-            "ffn_out": ["/mlp/down_proj/"],
-        },
+        "vocabulary": "qwen2",
+        # the fixed ChatML form: the native engine renders no other yet (trl's qwen3.jinja adds an
+        # empty think block to the last assistant turn)
+        "chat_template": None,
         # ORT 1.30 has a qwen3 model type, but its fused RotaryEmbedding rejects a batch of more
         # than one row (position_ids of batch 1), so the fused graph would fail every batched
         # check: its cells are recorded as unsupported.
         "ort_optimizer": None,
         "native_tokenizer": "byte_bpe",
         "special_tokens": {"pad": "<|endoftext|>", "bos": "<|im_start|>", "eos": "<|im_end|>"},
-        "engine_export": "none",
-    },
+    }
+    | DECODER,
+    # Skywork-Reward-V2-Llama-3.1-8B, the reward model verl's and OpenRLHF's examples serve:
+    # Llama-3.1-8B's published config with one output logit read from the last non-pad token, padded
+    # with Llama-3.1's fine-tuning pad token.
+    "llama-3.1-8b": {
+        "class": "LlamaForSequenceClassification",
+        "config": {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "intermediate_size": 14336,
+            "vocab_size": 128256,
+            "max_position_embeddings": 131072,
+            "rope_theta": 500000.0,
+            "rope_scaling": {
+                "rope_type": "llama3",
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8192,
+            },
+            "rms_norm_eps": 1e-5,
+            "hidden_act": "silu",
+            "attention_bias": False,
+            "mlp_bias": False,
+            "tie_word_embeddings": False,
+            "pad_token_id": 128004,
+            "bos_token_id": 128000,
+            "eos_token_id": 128009,
+            "num_labels": 1,
+        },
+        "vocabulary": "llama3",
+        "chat_template": "llama3_1.jinja",  # a system header with the knowledge cutoff and a date
+        "ort_optimizer": None,
+        # the engine's byte-level BPE splits as Qwen2 and renders the fixed ChatML form only
+        "native_tokenizer": None,
+        "special_tokens": {
+            "pad": "<|finetune_right_pad_id|>",
+            "bos": "<|begin_of_text|>",
+            "eos": "<|eot_id|>",
+        },
+    }
+    | DECODER,
 }
 
 
@@ -200,6 +263,14 @@ def check_family(name: str, declaration: dict) -> dict:
             raise ModelSourceError(
                 f"model family '{name}': {key} is {declaration[key]!r}, not one of {', '.join(map(str, allowed))}"
             )
+    byte_bpe = declaration["tokenizer"] == "byte_bpe"
+    if byte_bpe != (declaration["vocabulary"] in VOCABULARIES) or not (
+        byte_bpe or declaration["vocabulary"] is None
+    ):
+        raise ModelSourceError(
+            f"model family '{name}': vocabulary is {declaration['vocabulary']!r}; a byte_bpe tokenizer names one of "
+            f"{', '.join(VOCABULARIES)}, any other tokenizer None"
+        )
     sides = declaration["padding_sides"]
     if not sides or not set(sides) <= {"left", "right"}:
         raise ModelSourceError(

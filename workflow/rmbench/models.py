@@ -108,11 +108,12 @@ def build_tokenizer(model_cfg: dict, out_dir: Path, spm_model: Path | None = Non
             raise _load_error(model_cfg, "tokenizer", e) from None
         tok.save_pretrained(out_dir)
     else:
-        TOKENIZER_BUILDERS[family(name)["tokenizer"]](out_dir, spm_model)
+        declared = family(name)
+        TOKENIZER_BUILDERS[declared["tokenizer"]](out_dir, spm_model, declared)
     write_family(out_dir, name)
 
 
-def _sentencepiece_tokenizer(out_dir: Path, spm_model: Path | None) -> None:
+def _sentencepiece_tokenizer(out_dir: Path, spm_model: Path | None, declared: dict) -> None:
     from transformers import DebertaV2Tokenizer
 
     # DeBERTa-v3's own settings: cased, no punctuation pre-split.
@@ -122,7 +123,7 @@ def _sentencepiece_tokenizer(out_dir: Path, spm_model: Path | None) -> None:
     _add_fast_files(out_dir)
 
 
-def _wordpiece_tokenizer(out_dir: Path, spm_model: Path | None) -> None:
+def _wordpiece_tokenizer(out_dir: Path, spm_model: Path | None, declared: dict) -> None:
     from transformers import ElectraTokenizer
 
     ElectraTokenizer(
@@ -138,10 +139,25 @@ def _add_fast_files(out_dir: Path) -> None:
     AutoTokenizer.from_pretrained(out_dir, use_fast=True, from_slow=True).save_pretrained(out_dir)
 
 
-def _byte_bpe_tokenizer(out_dir: Path, spm_model: Path | None) -> None:
-    from .byte_bpe import save_qwen_tokenizer
+def _byte_bpe_tokenizer(out_dir: Path, spm_model: Path | None, declared: dict) -> None:
+    from .byte_bpe import VOCABULARIES, save_tokenizer
 
-    save_qwen_tokenizer(out_dir, CHATML_TEMPLATE, MAX_LENGTH)
+    template = trl_chat_template(declared["chat_template"]) if declared["chat_template"] else CHATML_TEMPLATE
+    save_tokenizer(out_dir, VOCABULARIES[declared["vocabulary"]], template, MAX_LENGTH)
+
+
+def trl_chat_template(name: str) -> str:
+    """A model's real chat template as the pinned trl wheel keeps it (trl/chat_templates/, compared
+    weekly by trl's CI against the model repositories), read without importing trl."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("trl")
+    path = Path(next(iter(spec.submodule_search_locations)), "chat_templates", name) if spec else None
+    if path is None or not path.exists():
+        raise ModelSourceError(
+            f"chat template {name} comes from the PyPI package trl==1.16.0; install it (envs/setup.sh does)"
+        )
+    return path.read_text()
 
 
 TOKENIZER_BUILDERS = {

@@ -47,11 +47,12 @@ def tiktoken_encoder(model_dir, max_length: int):
     normalize), added tokens matched, cut at max_length."""
     import unicodedata
 
-    from .byte_bpe import tiktoken_encoding
+    from .byte_bpe import VOCABULARIES, tiktoken_encoding
+    from .families import family_of_folder
 
     if chat_template(model_dir) != CHATML_TEMPLATE:
         raise ValueError(f"tiktoken renders the fixed ChatML form only; {model_dir}'s chat template differs")
-    encoding = tiktoken_encoding()
+    encoding = tiktoken_encoding(VOCABULARIES[family_of_folder(model_dir)["vocabulary"]])
 
     def encode(p, r):
         text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in chat_messages(p, r))

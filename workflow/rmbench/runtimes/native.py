@@ -50,8 +50,8 @@ class NativeRuntime(Runtime):
     def family_reason(cls, declared: dict, options: dict) -> str | None:
         if declared["native_tokenizer"] is None:
             return (
-                f"the native engine has no {declared['tokenizer']} tokenizer yet: family "
-                f"{declared['name']} declares no native tokenizer"
+                f"the native engine does not tokenize {declared['name']}'s rows yet: the family "
+                "declares no native tokenizer"
             )
         if "right" not in declared["padding_sides"]:
             return f"the native engine pads on the right, which {declared['name']} does not allow"

@@ -1,0 +1,117 @@
+"""The Llama-3 family as the embedded default builds it: Llama-3's tokenizer rebuilt from the ranks
+llama-models ships, id-exact against tiktoken on the same ranks; Llama-3.1's real chat template
+from trl's wheel; a toy-shaped reward model that scores as PyTorch does through ONNX Runtime."""
+
+import re
+
+import numpy as np
+import pytest
+from conftest import ADVERSARIAL, TINY, tiny_reward_model
+from rmbench.byte_bpe import LLAMA3_SPLIT, VOCABULARIES, read_ranks, tiktoken_encoding
+from rmbench.families import family
+from rmbench.models import build_tokenizer, chat_messages, chat_template, chat_texts, load_tokenizer
+from test_byte_bpe import UNICODE
+
+LLAMA3 = VOCABULARIES["llama3"]
+# Where Llama-3 differs from Qwen2: digit runs of up to three, no NFC (decomposed marks stay),
+# its header and turn tokens inline.
+TEXTS = [
+    *UNICODE,
+    "1 12 123 1234 12345 123456 1234567, 3.14159265, 2026-12-06, 1,000,000 and ١٢٣٤٥",
+    "e\u0301 stays decomposed, A\u030a too: Llama-3 does not normalize",
+    "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|eom_id|><|python_tag|>",
+    "<|reserved_special_token_247|><|finetune_right_pad_id|><|start_header_id|",
+    "crlf\r\n\r\nline\rcr \t\t tabs\u2028sep",
+    *(p + r for p, r in ADVERSARIAL),
+]
+
+
+@pytest.fixture(scope="module")
+def llama3(tmp_path_factory):
+    """The tokenizer folder the pipeline builds for the family, and tiktoken on the same ranks."""
+    folder = tmp_path_factory.mktemp("llama3-tokenizer")
+    build_tokenizer({"name": "l", "architecture": "llama-3.1-8b", "source": "synthetic"}, folder)
+    return load_tokenizer(folder), tiktoken_encoding(LLAMA3)
+
+
+def hf_ids(tokenizer, text):
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def test_the_ranks_and_the_split_pattern_are_llama_models_own():
+    ranks = read_ranks(LLAMA3.ranks_file())
+    assert len(ranks) == 128000 and sorted(ranks.values()) == list(range(128000))
+    source = (LLAMA3.ranks_file().parent / "tokenizer.py").read_text()
+    assert re.search(r'pat_str = r"(.*)"', source).group(1) == LLAMA3_SPLIT
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
+def test_llama3_is_id_exact_with_tiktoken(llama3, text):
+    tokenizer, encoding = llama3
+    assert hf_ids(tokenizer, text) == encoding.encode(text, allowed_special="all")
+
+
+def test_known_ids_of_the_real_llama3_tokenizer(llama3):
+    tokenizer, _ = llama3
+    assert hf_ids(tokenizer, "Hello world") == [9906, 1917]
+    assert tokenizer("Hello world")["input_ids"] == [128000, 9906, 1917]  # BOS first, as Llama-3's
+    named = {"<|begin_of_text|>": 128000, "<|finetune_right_pad_id|>": 128004, "<|eot_id|>": 128009}
+    assert {t: tokenizer.convert_tokens_to_ids(t) for t in named} == named
+    assert tokenizer.convert_tokens_to_ids("<|reserved_special_token_247|>") == 128255
+    assert (tokenizer.pad_token_id, tokenizer.eos_token_id, len(tokenizer)) == (128004, 128009, 128256)
+
+
+def test_rows_render_through_llama31s_real_template(llama3):
+    """A system header with the knowledge cutoff and a date on every row, each turn's text trimmed,
+    one BOS: the rendered text is tokenized without special tokens added."""
+    tokenizer, encoding = llama3
+    prompt = "\n\nHuman: Hi there  \n\nAssistant: Hello!\n\nHuman: And <|eot_id|> as text?\n\nAssistant:"
+    for reply in (" Sure. ", "", "<think>no</think> reasoning"):
+        (text,) = chat_texts(tokenizer, [(prompt, reply)])
+        header = "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+        assert text.startswith(header + "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n")
+        turns = [
+            f"<|start_header_id|>{m['role']}<|end_header_id|>\n\n{m['content'].strip()}<|eot_id|>"
+            for m in chat_messages(prompt, reply)
+        ]
+        assert text.endswith("".join(turns))
+        ids = hf_ids(tokenizer, text)
+        assert ids == encoding.encode(text, allowed_special="all") and ids.count(128000) == 1
+        assert ids[-1] == 128009  # the reply's end: what the last-token head reads
+    assert "<|eot_id|> as text?<|eot_id|>" in text  # the special token's text is its token in the input
+
+
+def test_a_toy_llama3_reward_model_scores_alike_in_pytorch_and_onnx_runtime(tmp_path):
+    from rmbench.models import encode, load_model
+    from rmbench.runtimes.ort_python import OrtPythonRuntime
+
+    cfg = TINY | {
+        "name": "tiny_llama3",
+        "architecture": "llama-3.1-8b",
+        "layers": 2,
+        "num_attention_heads": 4,
+    }
+    built = tiny_reward_model(tmp_path, cfg, "l")
+    model = load_model(built["model"])
+    assert type(model).__name__ == family("llama-3.1-8b")["class"]
+    assert model.config.rope_scaling["rope_type"] == "llama3" and model.config.num_key_value_heads == 1
+    tokenizer = load_tokenizer(built["model"])
+    pairs = [(r["prompt"], r["response"]) for r in built["rows"]]
+    import torch
+
+    with torch.no_grad():
+        reference = model(**encode(tokenizer, pairs, "pt", padding_side="left")).logits[:, 0].numpy()
+    runtime = OrtPythonRuntime(built["model"], built["onnx"], "cpu", 1, 512, {})
+    runtime.load()
+    try:
+        assert np.allclose(runtime.score(pairs), reference, atol=1e-4)
+    finally:
+        runtime.close()
+    assert chat_template(built["model"]).count("Cutting Knowledge Date") == 1  # the model folder keeps it
+
+
+def test_the_native_engine_refuses_the_family_naming_why():
+    from rmbench.runtimes import runtime_class
+
+    reason = runtime_class("native").family_reason(family("llama-3.1-8b"), {})
+    assert reason and "llama-3.1-8b" in reason and "no native tokenizer" in reason
