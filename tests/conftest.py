@@ -1,3 +1,4 @@
+import contextlib
 import os
 import shutil
 import signal
@@ -137,6 +138,23 @@ def pipeline_copy(workdir: Path, smoke: Path | None = None, reused=REUSED) -> Pa
     for folder in reused if smoke else []:
         shutil.copytree(smoke / "results" / folder, workdir / "results" / folder, copy_function=os.link)
     return workdir
+
+
+@contextlib.contextmanager
+def crashing_engine(workdir: Path):
+    """The native engine of a pipeline copy swapped, inside the block, for one that exits 70 and
+    says 'engine crashed on purpose'. It keeps the engine's time stamp, so Snakemake sees no new
+    input, and leaves the smoke run's engine (a hard link of it) whole."""
+    binary = workdir / inputs.NATIVE_BINARY
+    real = binary.with_name("rmscore.real")
+    shutil.copy2(binary, real)
+    binary.unlink()
+    binary.write_text("#!/bin/sh\necho 'engine crashed on purpose' >&2\nexit 70\n")
+    shutil.copystat(real, binary)
+    try:
+        yield
+    finally:
+        os.replace(real, binary)
 
 
 class Follower:

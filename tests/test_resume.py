@@ -5,14 +5,13 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
-from conftest import pipeline_copy, snakemake, user_env
+from conftest import crashing_engine, pipeline_copy, snakemake, user_env
 
 EAGER = "results/cells/latency/electra/cpu/hf_eager/set~main60"
 NATIVE_CELL = "results/cells/latency/electra/cpu/native/set~main60/launch~1.json"
@@ -82,16 +81,8 @@ def test_a_run_killed_mid_launch_resumes_keeping_the_finished_launches(workdir):
 def test_a_failed_cell_reruns_alone_by_naming_its_file(workdir):
     """README, "Rerun one cell": a launch that failed (its engine crashed) reruns by name, as the
     only job, once the cause is gone."""
-    binary = workdir / "results/native/bin/rmscore"
-    real = binary.with_name("rmscore.real")
-    shutil.copy2(binary, real)
-    binary.unlink()  # a hard link to the smoke run's engine: leave that one whole
-    binary.write_text("#!/bin/sh\necho 'engine crashed on purpose' >&2\nexit 70\n")
-    shutil.copystat(real, binary)  # the same time stamp: Snakemake sees no new input
-    try:
+    with crashing_engine(workdir):
         failed = snakemake(workdir, NATIVE_CELL, cores=1)
-    finally:
-        os.replace(real, binary)
     log = (workdir / "results/logs/cells/latency/electra/cpu/native/set~main60/launch~1.log").read_text()
     assert failed.returncode != 0 and "engine crashed on purpose" in log
     assert not (workdir / NATIVE_CELL).exists()  # a failed job leaves no result behind

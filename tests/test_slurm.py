@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, needs, pipeline_copy, snakemake
+from conftest import ROOT, crashing_engine, needs, pipeline_copy, snakemake
 
 needs(
     shutil.which("sbatch") is not None and os.geteuid() == 0,
@@ -143,17 +143,9 @@ def test_the_tables_have_the_local_runs_structure_and_verdicts(slurm_run, smoke_
 
 def test_a_job_that_fails_on_the_node_is_reported_with_its_log_and_reruns_by_name(slurm_run):
     workdir, _ = slurm_run
-    binary = workdir / "results/native/bin/rmscore"
     cell = "results/cells/latency/electra/cpu/native/set~main60/launch~1.json"
-    real = binary.with_name("rmscore.real")
-    shutil.copy2(binary, real)
-    binary.unlink()  # a hard link to the smoke run's engine: leave that one whole
-    binary.write_text("#!/bin/sh\necho 'engine crashed on purpose' >&2\nexit 70\n")
-    shutil.copystat(real, binary)  # the same time stamp: Snakemake sees no new input
-    try:
+    with crashing_engine(workdir):
         failed = slurm(workdir, cell, "--forcerun", cell)
-    finally:
-        os.replace(real, binary)
     output = failed.stdout + failed.stderr
     assert failed.returncode != 0
     assert "engine crashed on purpose" in output  # the job's log, shown by the executor
