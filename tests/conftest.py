@@ -333,7 +333,7 @@ TINY_QWEN3 = TINY | {"architecture": "qwen3-0.6b", "layers": 2, "num_attention_h
 
 @pytest.fixture(scope="session")
 def tiny_decoder(tmp_path_factory):
-    """A tiny real Qwen3 reward model folder (the real Qwen tokenizer, ChatML, last-token head)
+    """A tiny real Qwen3 reward model folder (the real Qwen tokenizer and template, last-token head)
     with its ONNX export and rows."""
     return tiny_reward_model(tmp_path_factory.mktemp("tiny-qwen3"), TINY_QWEN3 | {"name": "tiny_qwen3"}, "q")
 

@@ -171,7 +171,12 @@ def test_a_decoder_row_is_its_chat_template_truncated_from_the_end(tiny_decoder)
     tokenizer = load_tokenizer(tiny_decoder["model"])
     prompt = "\n\nHuman: hi\n\nAssistant:"
     ids = token_ids(tokenizer, prompt, "hello", max_length=None)
-    assert tokenizer.decode(ids) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nhello<|im_end|>\n"
+    # Qwen3's own template: an empty think block before the reply
+    think = "<think>\n\n</think>\n\n"
+    assert (
+        tokenizer.decode(ids)
+        == f"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n{think}hello<|im_end|>\n"
+    )
     assert token_ids(tokenizer, prompt, "hello", max_length=5) == ids[:5]
     batch = encode(tokenizer, [(prompt, "a"), (prompt, "a much longer reply than that")], "np")
     assert batch["attention_mask"][0][0] == 0 and batch["attention_mask"][0][-1] == 1  # left: declared

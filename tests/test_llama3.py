@@ -1,6 +1,7 @@
 """The Llama-3 family as the embedded default builds it: Llama-3's tokenizer rebuilt from the ranks
 llama-models ships, id-exact against tiktoken on the same ranks; Llama-3.1's real chat template
-from trl's wheel; a toy-shaped reward model that scores as PyTorch does through ONNX Runtime."""
+from trl's wheel; a toy-shaped reward model that scores as PyTorch does through ONNX Runtime and
+through the native engine, whose tokens match transformers' and tiktoken's."""
 
 import re
 
@@ -81,17 +82,23 @@ def test_rows_render_through_llama31s_real_template(llama3):
     assert "<|eot_id|> as text?<|eot_id|>" in text  # the special token's text is its token in the input
 
 
-def test_a_toy_llama3_reward_model_scores_alike_in_pytorch_and_onnx_runtime(tmp_path):
-    from rmbench.models import encode, load_model
-    from rmbench.runtimes.ort_python import OrtPythonRuntime
-
+@pytest.fixture(scope="module")
+def toy_llama3(tmp_path_factory):
+    """A toy-shaped Llama-3 reward model folder (the real tokenizer and template), exported, with rows."""
     cfg = TINY | {
         "name": "tiny_llama3",
         "architecture": "llama-3.1-8b",
         "layers": 2,
         "num_attention_heads": 4,
     }
-    built = tiny_reward_model(tmp_path, cfg, "l")
+    return tiny_reward_model(tmp_path_factory.mktemp("tiny-llama3"), cfg, "l")
+
+
+def test_a_toy_llama3_reward_model_scores_alike_in_pytorch_and_onnx_runtime(toy_llama3):
+    from rmbench.models import encode, load_model
+    from rmbench.runtimes.ort_python import OrtPythonRuntime
+
+    built = toy_llama3
     model = load_model(built["model"])
     assert type(model).__name__ == family("llama-3.1-8b")["class"]
     assert model.config.rope_scaling["rope_type"] == "llama3" and model.config.num_key_value_heads == 1
@@ -110,8 +117,39 @@ def test_a_toy_llama3_reward_model_scores_alike_in_pytorch_and_onnx_runtime(tmp_
     assert chat_template(built["model"]).count("Cutting Knowledge Date") == 1  # the model folder keeps it
 
 
-def test_the_native_engine_refuses_the_family_naming_why():
-    from rmbench.runtimes import runtime_class
+# Rows of several turns, an empty reply, a reply holding <think> and Llama-3's turn tokens as text.
+TEMPLATE_ROWS = [
+    ("\n\nHuman: Hi there  \n\nAssistant: Hello!\n\nHuman: And <|eot_id|> as text?\n\nAssistant:", " Sure. "),
+    ("\n\nHuman: q\n\nAssistant:", ""),
+    ("\n\nHuman: think first\n\nAssistant:", "<think>no</think> reasoning <|start_header_id|>x"),
+    ("\n\nHuman: a\n\nAssistant: b\n\nAssistant: c\n\nHuman: d\n\nAssistant:", "e\r\n\r\n"),
+]
 
-    reason = runtime_class("native").family_reason(family("llama-3.1-8b"), {})
-    assert reason and "llama-3.1-8b" in reason and "no native tokenizer" in reason
+
+@pytest.mark.parametrize("max_length", [512, 100_000])
+def test_native_rows_are_id_exact_with_transformers_and_tiktoken(binary, toy_llama3, max_length):
+    """The engine's rows: Llama-3.1's template by its chat form, Llama-3's split (digit runs of
+    three, no NFC), whole pieces kept; against apply_chat_template + the tokenizer and tiktoken."""
+    from test_native import sample_set_pairs
+    from test_native_bpe import assert_id_exact_or_refused
+
+    pairs = TEMPLATE_ROWS + [(f"\n\nHuman: {t}\n\nAssistant:", t) for t in TEXTS] + sample_set_pairs()[:80]
+    assert_id_exact_or_refused(binary, toy_llama3["model"], pairs, lambda messages: False, max_length)
+    from test_native import native_tokens
+
+    tokenizer, encoding = load_tokenizer(toy_llama3["model"]), tiktoken_encoding(LLAMA3)
+    native = native_tokens(binary, toy_llama3["model"], TEMPLATE_ROWS, max_length=max_length)
+    for text, got in zip(chat_texts(tokenizer, TEMPLATE_ROWS), native, strict=True):
+        assert got["input_ids"] == encoding.encode(text, allowed_special="all")[:max_length]
+
+
+def test_native_refuses_malformed_llama3_rows(binary, toy_llama3, tmp_path):
+    from test_native_bpe import assert_malformed_rows_refused
+
+    assert_malformed_rows_refused(binary, toy_llama3["model"], tmp_path)
+
+
+def test_native_scores_the_toy_llama3_as_pytorch_does_alone_and_batched(binary, toy_llama3):
+    from test_native_bpe import assert_scores_as_pytorch
+
+    assert_scores_as_pytorch(binary, toy_llama3)

@@ -1,14 +1,18 @@
-"""The native engine on a decoder reward model: its byte-level BPE and ChatML rows id-exact with
-the Hugging Face tokenizer, its scores with ONNX Runtime's from Python, alone and batched."""
+"""The native engine on a decoder reward model: its byte-level BPE and its rows (Qwen3's own
+template, compiled into the engine's chat form) id-exact with the Hugging Face tokenizer, rows the
+form would render differently refused, its scores with ONNX Runtime's from Python, alone and
+batched."""
 
+import json
 import shutil
 import subprocess
 
 import numpy as np
 import pytest
 from conftest import ADVERSARIAL, tie_pairs
+from rmbench.chat_form import ChatFormError, compile_form, folder_renderer, mismatch
 from rmbench.export import reference_scores, token_mismatch
-from rmbench.models import load_tokenizer, token_ids
+from rmbench.models import chat_messages, load_tokenizer, token_ids
 from rmbench.runtimes import Unsupported
 from rmbench.runtimes.native import NativeRuntime
 from test_byte_bpe import UNICODE
@@ -29,18 +33,39 @@ ADVERSARIAL_ROWS = [
 ]
 
 
+def assert_id_exact_or_refused(binary, model_dir, pairs, rewrites, max_length=512):
+    """Every row the engine's chat form renders as the template does is id-exact with the HF
+    tokenizer; the others are exactly the rows `rewrites` names, and the engine refuses them."""
+    engine = NativeRuntime(model_dir, None, "cpu", 1, max_length, {"binary": binary})
+    engine.load()
+    jinja, form, _ = engine.chat
+    refused = [pair for pair in pairs if mismatch(form, jinja, chat_messages(*pair))]
+    assert refused == [pair for pair in pairs if rewrites(chat_messages(*pair))]
+    rendered = [pair for pair in pairs if pair not in refused]
+    tokenizer = load_tokenizer(model_dir)
+    mismatches = [
+        token_mismatch(tokenizer, f"row {i}", got["input_ids"], token_ids(tokenizer, p, r, max_length))
+        for i, ((p, r), got) in enumerate(zip(rendered, engine.encodings(rendered), strict=True))
+    ]
+    assert [m for m in mismatches if m] == []
+    for pair in refused:
+        with pytest.raises(Unsupported, match="1 of 1 rows refused"):
+            engine.encodings([pair])
+        with pytest.raises(ChatFormError):
+            engine.score([pair])
+
+
+def qwen3_rewrites(messages) -> bool:
+    """Qwen3's template moves an assistant turn's text up to `</think>` into a think block."""
+    return any("</think>" in m["content"] for m in messages if m["role"] == "assistant")
+
+
 @pytest.mark.parametrize("which", ["sample_sets", "adversarial", "ties"])
 def test_native_bpe_rows_are_id_exact_with_hf(binary, tiny_decoder, which):
     pairs = {"sample_sets": sample_set_pairs, "adversarial": lambda: ADVERSARIAL_ROWS, "ties": tie_pairs}[
         which
     ]()
-    tokenizer = load_tokenizer(tiny_decoder["model"])
-    native = native_tokens(binary, tiny_decoder["model"], pairs)
-    mismatches = [
-        token_mismatch(tokenizer, f"row {i}", got["input_ids"], token_ids(tokenizer, p, r, 512))
-        for i, ((p, r), got) in enumerate(zip(pairs, native, strict=True))
-    ]
-    assert [m for m in mismatches if m] == []
+    assert_id_exact_or_refused(binary, tiny_decoder["model"], pairs, qwen3_rewrites)
 
 
 @pytest.mark.parametrize("max_length", [3, 17, 64, 512, 100_000])
@@ -53,10 +78,16 @@ def test_native_bpe_truncates_from_the_end_as_hf(binary, tiny_decoder, max_lengt
 
 
 def test_native_scores_a_decoder_as_pytorch_does_alone_and_batched(binary, tiny_decoder):
-    rows = tiny_decoder["rows"]
+    assert_scores_as_pytorch(binary, tiny_decoder)
+
+
+def assert_scores_as_pytorch(binary, built: dict):
+    """The engine's scores of a built model's rows (conftest.tiny_reward_model), one at a time
+    through the resident engine and in batches of 5, against PyTorch's."""
+    rows = built["rows"]
     pairs = [(r["prompt"], r["response"]) for r in rows]
-    ref = np.asarray(reference_scores(tiny_decoder["model"], rows, threads=1))
-    engine = NativeRuntime(tiny_decoder["model"], tiny_decoder["onnx"], "cpu", 1, 512, {"binary": binary})
+    ref = np.asarray(reference_scores(built["model"], rows, threads=1))
+    engine = NativeRuntime(built["model"], built["onnx"], "cpu", 1, 512, {"binary": binary})
     engine.load()
     try:
         alone = np.asarray(engine.score(pairs))
@@ -70,16 +101,15 @@ def test_native_scores_a_decoder_as_pytorch_does_alone_and_batched(binary, tiny_
 
 
 def test_lone_surrogates_and_bad_utf8_are_refused_naming_the_row(binary, tiny_decoder, tmp_path):
-    rows, tokens = tmp_path / "rows.jsonl", tmp_path / "tokens.jsonl"
-    command = [
-        str(binary),
-        "--tokenizer",
-        str(tiny_decoder["model"]),
-        "--input",
-        str(rows),
-        "--dump-tokens",
-        str(tokens),
-    ]
+    assert_malformed_rows_refused(binary, tiny_decoder["model"], tmp_path)
+
+
+def assert_malformed_rows_refused(binary, model_dir, tmp_path):
+    """The engine itself, called by hand, refuses a lone surrogate and invalid UTF-8 naming the line."""
+    rows, tokens, form = tmp_path / "rows.jsonl", tmp_path / "tokens.jsonl", tmp_path / "chat_form.json"
+    form.write_text(json.dumps(compile_form(folder_renderer(model_dir))))
+    command = [str(binary), "--tokenizer", str(model_dir), "--chat-form", str(form), "--input", str(rows)]
+    command += ["--dump-tokens", str(tokens)]
     for body, line in (
         (
             b'{"id": "a", "prompt": "ok", "response": "fine"}\n{"id": "b", "prompt": "\\ud800", "response": "x"}\n',
@@ -92,12 +122,30 @@ def test_lone_surrogates_and_bad_utf8_are_refused_naming_the_row(binary, tiny_de
         assert run.returncode == 4 and f"{rows}:{line}: malformed JSON" in run.stderr, run.stderr
 
 
-def test_a_hub_models_own_chat_template_is_refused_not_rendered_wrongly(binary, tiny_decoder, tmp_path):
-    folder = tmp_path / "model"
+def with_template(tiny_decoder, folder, template: str):
     shutil.copytree(tiny_decoder["model"], folder)
-    (folder / "chat_template.jinja").write_text("{% for m in messages %}{{ m['content'] }}{% endfor %}")
-    engine = NativeRuntime(folder, tiny_decoder["onnx"], "cpu", 1, 512, {"binary": binary})
-    with pytest.raises(Unsupported, match="renders the fixed ChatML form only"):
+    (folder / "chat_template.jinja").write_text(template)
+    return folder
+
+
+def test_a_hub_models_own_chat_template_is_rendered_id_exact(binary, tiny_decoder, tmp_path):
+    """Another template than the family's (as a hub model brings its own): its turns' markup, an
+    upper-cased role, trimmed contents, the EOS token after the reply."""
+    template = (
+        "{% for m in messages %}<|im_start|>### {{ m['role'] | upper }}:\n{{ m['content'] | trim }}\n"
+        "{% endfor %}{{ eos_token }}"
+    )
+    folder = with_template(tiny_decoder, tmp_path / "model", template)
+    pairs = sample_set_pairs()[:60] + ADVERSARIAL_ROWS
+    assert_id_exact_or_refused(binary, folder, pairs, lambda messages: False)
+
+
+def test_a_template_the_form_cannot_express_is_refused_naming_why(binary, tiny_decoder, tmp_path):
+    numbered = "{% for m in messages %}{{ loop.index }}. {{ m['content'] }}\n{% endfor %}"
+    engine = NativeRuntime(
+        with_template(tiny_decoder, tmp_path / "model", numbered), None, "cpu", 1, 512, {"binary": binary}
+    )
+    with pytest.raises(Unsupported, match="depends on the turns around them"):
         engine.load()
 
 

@@ -37,7 +37,7 @@ def test_an_unknown_tokenizer_is_named():
 
 @pytest.mark.parametrize("max_length", [16, 512])
 def test_every_decoder_tokenizer_gives_the_fast_tokenizers_ids(tiny_decoder, max_length):
-    """hf_backend, hf_slow and tiktoken (its ChatML by format string) against hf_fast, on rows and
+    """hf_backend, hf_slow and tiktoken (the template by its chat form) against hf_fast, on rows and
     adversarial text."""
     pairs = [(r["prompt"], r["response"]) for r in tiny_decoder["rows"]] + ADVERSARIAL
     fast = hf_encoder(tiny_decoder["model"], "hf_fast", max_length)

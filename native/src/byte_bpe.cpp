@@ -1,7 +1,8 @@
-// Byte-level BPE (Qwen2/Qwen3), id-exact with the Hugging Face tokenizer of the same
-// tokenizer.json: added tokens matched in the raw text first, then per stretch between them NFC,
-// Qwen2's split pattern, the text's UTF-8 bytes, merges by rank. A decoder row is its dialogue
-// rendered in the fixed ChatML form and cut at max_length from the end.
+// Byte-level BPE (Qwen2/Qwen3, Llama-3), id-exact with the Hugging Face tokenizer of the same
+// tokenizer.json: added tokens matched in the raw text first, then per stretch between them NFC
+// (where the file normalizes), the file's split pattern (Qwen2's or Llama-3's), the text's UTF-8
+// bytes, merges by rank (a piece that is a token stays whole where the file ignores merges). A
+// decoder row is its dialogue rendered by the model's chat form and cut at max_length from the end.
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -11,6 +12,7 @@
 #include <queue>
 #include <shared_mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "errors.h"
 #include "tokenizer.h"
@@ -45,11 +47,18 @@ bool vocab_bytes(const std::string& token, const std::unordered_map<utf8proc_int
   return true;
 }
 
-// Qwen2's split pattern, by hand over code points:
-//   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N} | ?[^\s\p{L}\p{N}]+[\r\n]*
+// The split patterns the engine implements, as tokenizer.json writes them, by the longest run of
+// digits one piece holds: Qwen2's (one) and Llama-3's (up to three; otherwise the same).
+const std::string kQwen2Split =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const std::string kLlama3Split =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// Those patterns by hand over code points:
+//   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N}{1,max_digits} | ?[^\s\p{L}\p{N}]+[\r\n]*
 //   | \s*[\r\n]+ | \s+(?!\S) | \s+
 // Returns the end of the piece that starts at i (the first alternative that matches there).
-size_t piece_end(const Codepoints& c, size_t i) {
+size_t piece_end(const Codepoints& c, size_t i, size_t max_digits) {
   const size_t n = c.size();
   // (?i) folds case as Unicode does: ASCII, and the long s (U+017F) is an s
   auto lower = [&](size_t k) {
@@ -71,7 +80,11 @@ size_t piece_end(const Codepoints& c, size_t i) {
     while (letters < n && is_letter(c[letters])) ++letters;
     return letters;
   }
-  if (is_number(c[i])) return i + 1;
+  if (is_number(c[i])) {
+    size_t end = i + 1;
+    while (end < n && end - i < max_digits && is_number(c[end])) ++end;
+    return end;
+  }
   size_t start = (c[i] == ' ' && other(i + 1)) ? i + 1 : i;
   if (other(start)) {
     size_t k = start;
@@ -91,9 +104,13 @@ size_t piece_end(const Codepoints& c, size_t i) {
 
 class ByteBpe final : public Tokenizer {
  public:
-  ByteBpe(const json& spec, const std::string& pad_token, size_t word_cache) : cache_(word_cache) {
+  ByteBpe(const json& spec, const std::string& pad_token, size_t word_cache, ChatForm form)
+      : form_(std::move(form)), cache_(word_cache) {
     const json& model = spec.at("model");
     if (model.value("type", "") != "BPE") throw Error(ExitCode::mismatch, "tokenizer.json's model is not BPE");
+    read_normalizer(spec.value("normalizer", json()));
+    read_split(spec.value("pre_tokenizer", json()));
+    whole_pieces_ = model.value("ignore_merges", false);
     auto chars = byte_chars();
     std::unordered_map<utf8proc_int32_t, char> byte_of;
     for (int b = 0; b < 256; ++b) byte_of[chars[b]] = static_cast<char>(b);
@@ -139,10 +156,6 @@ class ByteBpe final : public Tokenizer {
     auto pad = std::find_if(added_.begin(), added_.end(), [&](const auto& t) { return t.text == pad_token; });
     if (pad == added_.end()) throw Error(ExitCode::mismatch, "pad token '" + pad_token + "' is not an added token");
     pad_id_ = pad->id;
-    for (const char* name : {"<|im_start|>", "<|im_end|>"}) {
-      if (std::none_of(added_.begin(), added_.end(), [&](const auto& t) { return t.text == name; }))
-        throw Error(ExitCode::mismatch, std::string("the ChatML form needs the added token ") + name);
-    }
   }
 
   std::vector<int64_t> encode(const std::string& text) const override {
@@ -166,11 +179,8 @@ class ByteBpe final : public Tokenizer {
 
   Encoding encode_row(const std::string& prompt, const std::string& response, size_t max_length) const override {
     if (!valid_utf8(prompt) || !valid_utf8(response)) throw Error(ExitCode::malformed_input, "text is not valid UTF-8");
-    std::string text;
-    for (const auto& [role, content] : chat_messages(prompt, response))
-      text += "<|im_start|>" + role + "\n" + content + "<|im_end|>\n";
     Encoding e;
-    e.input_ids = encode(text);
+    e.input_ids = encode(form_.render(chat_messages(prompt, response)));
     e.input_ids.resize(std::min(e.input_ids.size(), max_length));
     e.token_type_ids.assign(e.input_ids.size(), 0);
     return e;
@@ -180,7 +190,10 @@ class ByteBpe final : public Tokenizer {
   int64_t sep_id() const override { throw Error(ExitCode::usage, "a byte-level BPE row has no [SEP]: it is chat-templated"); }
   int64_t pad_id() const override { return pad_id_; }
   size_t vocab_size() const override { return ids_.size() + added_.size(); }
-  std::string kind() const override { return "byte-level BPE (tokenizer.json), ChatML rows"; }
+  std::string kind() const override {
+    return std::string("byte-level BPE (tokenizer.json") + (nfc_ ? ", NFC" : "") + ", digits by " +
+           std::to_string(max_digits_) + "), chat-form rows";
+  }
   std::string word_mode() const override {
     return "split pattern pieces, " + std::to_string(cache_.capacity()) + " cached";
   }
@@ -195,11 +208,39 @@ class ByteBpe final : public Tokenizer {
   };
   static uint64_t pair_key(int64_t a, int64_t b) { return (static_cast<uint64_t>(a) << 32) | static_cast<uint64_t>(b); }
 
+  void read_normalizer(const json& normalizer) {
+    if (normalizer.is_null()) return;
+    if (normalizer.value("type", "") != "NFC")
+      throw Error(ExitCode::mismatch, "tokenizer.json's normalizer is " + normalizer.dump() + ": the engine knows NFC or none");
+    nfc_ = true;
+  }
+
+  // A Split on one of the known patterns (isolated), then the byte-level mapping without its own regex.
+  void read_split(const json& pre) {
+    if (!pre.is_object() || pre.value("type", "") != "Sequence")
+      throw Error(ExitCode::mismatch, "tokenizer.json's pre-tokenizer is not a split pattern then the byte-level map");
+    const json* split = nullptr;
+    bool byte_level = false;
+    const json steps = pre.value("pretokenizers", json::array());  // `split` points into it
+    for (const json& step : steps) {
+      std::string type = step.value("type", "");
+      if (type == "Split" && !split) split = &step;
+      else if (type == "ByteLevel" && !step.value("add_prefix_space", true) && !step.value("use_regex", true)) byte_level = true;
+      else throw Error(ExitCode::mismatch, "tokenizer.json's pre-tokenizer step " + step.dump() + " is not one the engine knows");
+    }
+    std::string pattern = split ? split->value("pattern", json()).value("Regex", "") : "";
+    if (!split || !byte_level || split->value("behavior", "") != "Isolated" || split->value("invert", true))
+      throw Error(ExitCode::mismatch, "tokenizer.json's pre-tokenizer is not a split pattern then the byte-level map");
+    if (pattern == kQwen2Split) max_digits_ = 1;
+    else if (pattern == kLlama3Split) max_digits_ = 3;
+    else throw Error(ExitCode::mismatch, "tokenizer.json's split pattern " + pattern + " is neither Qwen2's nor Llama-3's");
+  }
+
   // Text without added tokens: NFC, split into pieces, each piece's bytes merged.
   void encode_ordinary(std::string_view raw, std::vector<int64_t>& ids) const {
     if (raw.empty()) return;
     // ASCII is its own NFC: most rows skip the normalizer's copy
-    bool ascii = std::all_of(raw.begin(), raw.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x80; });
+    bool ascii = !nfc_ || std::all_of(raw.begin(), raw.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x80; });
     std::string composed;
     std::string_view text = raw;
     if (!ascii) {
@@ -229,7 +270,7 @@ class ByteBpe final : public Tokenizer {
     at.push_back(text.size());
     auto merge_piece = [this](std::string_view word, std::vector<int64_t>& out) { merge(word, out); };
     for (size_t i = 0; i < c.size();) {
-      size_t end = piece_end(c, i);
+      size_t end = piece_end(c, i, max_digits_);
       cache_.encode_word(text.substr(at[i], at[end] - at[i]), ids, merge_piece);
       i = end;
     }
@@ -238,6 +279,13 @@ class ByteBpe final : public Tokenizer {
   // Byte-pair merges of one piece, lowest rank first (leftmost among equals), as the tokenizers
   // library's BPE model applies them.
   void merge(std::string_view word, std::vector<int64_t>& out) const {
+    if (whole_pieces_) {
+      auto whole = ids_.find(std::string(word));
+      if (whole != ids_.end()) {
+        out.push_back(whole->second);
+        return;
+      }
+    }
     struct Symbol {
       int64_t id;
       int prev, next;
@@ -285,58 +333,21 @@ class ByteBpe final : public Tokenizer {
   std::vector<Added> added_;
   std::array<bool, 256> opens_added_{};  // bytes an added token starts with
   int64_t pad_id_ = -1;
+  bool nfc_ = false, whole_pieces_ = false;
+  size_t max_digits_ = 1;
+  ChatForm form_;
   WordCache cache_;
 };
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> chat_messages(const std::string& prompt, const std::string& response) {
-  static const std::string kHuman = "\n\nHuman:", kAssistant = "\n\nAssistant:";
-  auto strip = [](const std::string& s) {
-    Codepoints c = decode_utf8(s);
-    size_t a = 0, b = c.size();
-    while (a < b && is_python_space(c[a])) ++a;
-    while (b > a && is_python_space(c[b - 1])) --b;
-    std::string out;
-    for (size_t k = a; k < b; ++k) append_utf8(out, c[k]);
-    return out;
-  };
-  // re.split on the turn markers: the text before the first, then (role, text) per turn
-  std::vector<std::pair<std::string, std::string>> messages;
-  std::string before;
-  size_t pos = 0, text_start = 0;
-  std::string role;
-  bool in_turn = false;
-  while (pos < prompt.size()) {
-    size_t h = prompt.find(kHuman, pos), a = prompt.find(kAssistant, pos);
-    size_t at = std::min(h, a);
-    if (at == std::string::npos) break;
-    std::string text = prompt.substr(text_start, at - text_start);
-    if (in_turn) messages.emplace_back(role, strip(text));
-    else before = text;
-    role = at == h ? "user" : "assistant";
-    in_turn = true;
-    pos = text_start = at + (at == h ? kHuman.size() : kAssistant.size());
-  }
-  std::string rest = prompt.substr(text_start);
-  if (in_turn) messages.emplace_back(role, strip(rest));
-  else before = rest;
-  if (!messages.empty() && messages.back().first == "assistant" && messages.back().second.empty()) messages.pop_back();
-  std::string opening = strip(before);
-  if (!opening.empty() || messages.empty()) {
-    if (!messages.empty() && messages.front().first == "user") messages.front().second = opening + "\n" + messages.front().second;
-    else messages.insert(messages.begin(), {"user", opening});
-  }
-  messages.emplace_back("assistant", response);
-  return messages;
-}
-
-std::unique_ptr<Tokenizer> make_byte_bpe(const std::string& tokenizer_json, const std::string& pad_token, size_t word_cache) {
+std::unique_ptr<Tokenizer> make_byte_bpe(const std::string& tokenizer_json, const std::string& pad_token, size_t word_cache,
+                                         ChatForm form) {
   std::ifstream in(tokenizer_json);
   if (!in) throw Error(ExitCode::missing_file, "tokenizer.json not found: " + tokenizer_json);
   json spec = json::parse(in, nullptr, false);
   if (spec.is_discarded()) throw Error(ExitCode::mismatch, tokenizer_json + " is not JSON");
-  return std::make_unique<ByteBpe>(spec, pad_token, word_cache);
+  return std::make_unique<ByteBpe>(spec, pad_token, word_cache, std::move(form));
 }
 
 }  // namespace rmscore

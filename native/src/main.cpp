@@ -50,6 +50,7 @@ constexpr const char* kUsage = R"(usage: rmscore --model FILE --tokenizer DIR --
   --io-binding auto|on|off     run through an IoBinding (inputs over our buffers, the output to
                                host memory); auto: on CUDA with --zero-copy on (default auto)
   --max-length N               truncation: a pair longest_first, a chat row from its end (default 512)
+  --chat-form FILE             a chat-templated tokenizer's template, compiled by rmbench.chat_form
   --wait-for-go                after loading and warm-up, print "ready" and wait for a line on
                                stdin before timing (to start several engine processes at once)
   --tokenize-only              time tokenization alone (no model needed)
@@ -60,7 +61,7 @@ constexpr const char* kUsage = R"(usage: rmscore --model FILE --tokenizer DIR --
 )";
 
 struct Options {
-  std::string model, tokenizer, input, output, dump_tokens;
+  std::string model, tokenizer, chat_form, input, output, dump_tokens;
   EngineOptions engine;
   size_t warmup = 3, batch_size = 1, token_budget = 4096, concurrency = 1, max_length = 512, repeat = 5;
   size_t word_cache = kDefaultWordCache;
@@ -112,6 +113,7 @@ Options parse(int argc, char** argv) {
     std::string v = argv[++i];
     if (flag == "--model") o.model = v;
     else if (flag == "--tokenizer") o.tokenizer = v;
+    else if (flag == "--chat-form") o.chat_form = v;
     else if (flag == "--input") o.input = v;
     else if (flag == "--output") o.output = v;
     else if (flag == "--dump-tokens") o.dump_tokens = v;
@@ -355,7 +357,7 @@ int serve(const Tokenizer& tok, const Options& o) {
 int main(int argc, char** argv) {
   try {
     Options o = parse(argc, argv);
-    auto tok = load_tokenizer(o.tokenizer, o.word_cache);
+    auto tok = load_tokenizer(o.tokenizer, o.word_cache, o.chat_form);
     // ONNX Runtime's telemetry (a thread queueing events in an SQLite file under ~/.cache and a
     // /tmp/mat-debug-<pid>.log per process) has no place in a timed process: off unless the
     // caller's environment says otherwise (ORT_DISABLE_TELEMETRY=0 keeps it).

@@ -80,7 +80,7 @@ Encoding Tokenizer::encode_pair(const std::string& prompt, const std::string& re
   return enc;
 }
 
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder, size_t word_cache) {
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder, size_t word_cache, const std::string& chat_form) {
   namespace fs = std::filesystem;
   fs::path dir(folder);
   if (!fs::is_directory(dir)) throw Error(ExitCode::missing_file, "tokenizer folder not found: " + folder);
@@ -98,7 +98,9 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder, size_t word
       std::string pad_token = pad.is_string() ? pad.get<std::string>() : pad.is_object() ? pad.value("content", "") : "";
       if (pad_token.empty())
         throw Error(ExitCode::mismatch, "tokenizer_config.json names no pad_token: a batch cannot be padded (" + folder + ")");
-      return make_byte_bpe((dir / "tokenizer.json").string(), pad_token, word_cache);
+      if (chat_form.empty())
+        throw Error(ExitCode::usage, "a byte-level BPE row is chat-templated: --chat-form FILE is required (rmbench.chat_form writes it)");
+      return make_byte_bpe((dir / "tokenizer.json").string(), pad_token, word_cache, ChatForm::load(chat_form));
     }
   }
   if (!fs::exists(dir / "vocab.txt"))

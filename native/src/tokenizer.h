@@ -73,21 +73,39 @@ class WordCache {
 // exactly as the Hugging Face tokenizers library does for TruncationStrategy::LongestFirst.
 void truncate_longest_first(std::vector<int64_t>& first, std::vector<int64_t>& second, size_t budget);
 
+using Messages = std::vector<std::pair<std::string, std::string>>;  // (role, content) turns
+
+// A model's chat template compiled by rmbench (rmbench.chat_form, which says how): the text
+// between two turns by their kinds (start, user, assistant, final: the reply, end) and an edit of
+// each kind's content. Exact for the rows its caller has checked against the template.
+class ChatForm {
+ public:
+  static ChatForm load(const std::string& path);
+  std::string render(const Messages& messages) const;
+
+ private:
+  const std::string& glue(const std::string& before, const std::string& after) const;
+  std::unordered_map<std::string, std::string> glue_;
+  std::unordered_map<std::string, std::string> edits_;  // kind -> none | strip | lstrip_newlines
+};
+
 // Loads the tokenizer of a Hugging Face tokenizer/model folder: SentencePiece when the folder
-// holds spm.model (DeBERTa-v3), byte-level BPE when its tokenizer.json is a BPE model (Qwen2/3),
-// else WordPiece from vocab.txt (BERT/ELECTRA). `word_cache` bounds the words a SentencePiece or
-// BPE tokenizer remembers (0: none).
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder, size_t word_cache = kDefaultWordCache);
+// holds spm.model (DeBERTa-v3), byte-level BPE when its tokenizer.json is a BPE model (Qwen2/3,
+// Llama-3; its rows rendered by the chat form in the file `chat_form`), else WordPiece from
+// vocab.txt (BERT/ELECTRA). `word_cache` bounds the words a SentencePiece or BPE tokenizer
+// remembers (0: none).
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder, size_t word_cache = kDefaultWordCache,
+                                          const std::string& chat_form = "");
 
 std::unique_ptr<Tokenizer> make_wordpiece(const std::string& vocab_txt, bool lowercase);
 std::unique_ptr<Tokenizer> make_sentencepiece(const std::string& spm_model, size_t word_cache);
 std::unique_ptr<Tokenizer> make_byte_bpe(const std::string& tokenizer_json, const std::string& pad_token,
-                                         size_t word_cache);
+                                         size_t word_cache, ChatForm form);
 
 // An hh-rlhf (prompt, reply) row as chat messages (role, content), as rmbench.models.chat_messages
 // makes them: each Human or Assistant turn of the prompt stripped, the closing empty Assistant
 // turn dropped, text before the first turn opening the first user message, the reply last.
-std::vector<std::pair<std::string, std::string>> chat_messages(const std::string& prompt, const std::string& response);
+Messages chat_messages(const std::string& prompt, const std::string& response);
 
 // Whether a SentencePiece model (its serialized ModelProto) encodes a text word by word to the
 // same ids as the whole text: its pieces never cross a space (unigram or BPE trained with

@@ -23,8 +23,8 @@ FAMILY_KEYS = {
     "tokenizer": "how the embedded default builds the tokenizer: sentencepiece | wordpiece | byte_bpe",
     "vocabulary": "a byte_bpe tokenizer's ranks, split pattern and added tokens (rmbench.byte_bpe.VOCABULARIES), else None",
     "chat_template": (
-        "the chat template the embedded tokenizer carries: a file of the pinned trl wheel's "
-        "trl/chat_templates/, or None for the fixed ChatML form (CHATML_TEMPLATE); a hub model keeps its own"
+        "a chat family's real template, which the embedded tokenizer carries: a file of the pinned "
+        "trl wheel's trl/chat_templates/ (None for a pair family); a hub model keeps its own"
     ),
     "input": "how a row becomes model input: pair (tokenizer(prompt, reply)) | chat (the chat template)",
     "pooling": "which token the head reads: first | last (the last non-pad token)",
@@ -57,14 +57,6 @@ def library_reason(name: str, declared: dict) -> str | None:
         return f"{name} knows {kind} tokenizers only; {declared['name']}'s is {declared['tokenizer']}"
     return None
 
-
-# The fixed ChatML form of the synthetic decoder tokenizer: hh-rlhf's turns as user and assistant
-# messages, each closed by <|im_end|> and a newline (Qwen's form, without a system turn).
-CHATML_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-    "{% endfor %}"
-)
 
 # BERT-style node names of the optimum exports (e.g. /electra/encoder/layer.0/intermediate/dense/MatMul).
 BERT_MATMUL_PARTS = {
@@ -185,9 +177,7 @@ FAMILIES: dict[str, dict] = {
             "num_labels": 1,
         },
         "vocabulary": "qwen2",
-        # the fixed ChatML form: the native engine renders no other yet (trl's qwen3.jinja adds an
-        # empty think block to the last assistant turn)
-        "chat_template": None,
+        "chat_template": "qwen3.jinja",  # an empty think block before the reply
         # ORT 1.30 has a qwen3 model type, but its fused RotaryEmbedding rejects a batch of more
         # than one row (position_ids of batch 1), so the fused graph would fail every batched
         # check: its cells are recorded as unsupported.
@@ -232,8 +222,7 @@ FAMILIES: dict[str, dict] = {
         "vocabulary": "llama3",
         "chat_template": "llama3_1.jinja",  # a system header with the knowledge cutoff and a date
         "ort_optimizer": None,
-        # the engine's byte-level BPE splits as Qwen2 and renders the fixed ChatML form only
-        "native_tokenizer": None,
+        "native_tokenizer": "byte_bpe",
         "special_tokens": {
             "pad": "<|finetune_right_pad_id|>",
             "bos": "<|begin_of_text|>",
@@ -263,6 +252,10 @@ def check_family(name: str, declaration: dict) -> dict:
             raise ModelSourceError(
                 f"model family '{name}': {key} is {declaration[key]!r}, not one of {', '.join(map(str, allowed))}"
             )
+    if (declaration["input"] == "chat") != (declaration["chat_template"] is not None):
+        raise ModelSourceError(
+            f"model family '{name}': a chat family names its chat_template, a pair family none"
+        )
     vocabulary = declaration["vocabulary"]
     if not (vocabulary in VOCABULARIES if declaration["tokenizer"] == "byte_bpe" else vocabulary is None):
         raise ModelSourceError(

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import ModelSourceError
-from .families import CHATML_TEMPLATE, family, family_of_class, family_of_folder, write_family
+from .families import family, family_of_class, family_of_folder, write_family
 from .wheels import wheel_file
 
 # DeBERTa-v3's special tokens and their ids.
@@ -140,7 +140,7 @@ def _add_fast_files(out_dir: Path) -> None:
 def _byte_bpe_tokenizer(out_dir: Path, spm_model: Path | None, declared: dict) -> None:
     from .byte_bpe import VOCABULARIES, save_tokenizer
 
-    template = trl_chat_template(declared["chat_template"]) if declared["chat_template"] else CHATML_TEMPLATE
+    template = trl_chat_template(declared["chat_template"])
     save_tokenizer(out_dir, VOCABULARIES[declared["vocabulary"]], template, MAX_LENGTH)
 
 

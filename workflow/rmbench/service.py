@@ -50,6 +50,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from .batching import MicroBatcher, QueueFull
+from .errors import ModelSourceError
 from .protocol import request_models, reward_answer
 
 API_KEY_VARIABLE = "RMBENCH_API_KEY"
@@ -205,6 +206,10 @@ def create_app(
 
     async def score_pairs(pairs: list[tuple[str, str]]):
         """The pairs' scores, or the 503 / 504 answer when the service is full or too slow."""
+        try:
+            runtime.check_rows(pairs)
+        except ModelSourceError as e:
+            return AsciiJSONResponse({"detail": str(e)}, status_code=422)
         if not admission.enter():
             return overloaded(f"queue full ({limits.queue_size} requests waiting)")
         started = time.perf_counter()

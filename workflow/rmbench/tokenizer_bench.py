@@ -13,9 +13,8 @@ import time
 
 import numpy as np
 
-from .families import CHATML_TEMPLATE
 from .launch import percentile_summary
-from .models import chat_messages, chat_template, chat_texts, load_tokenizer, token_ids, tokenizer_family
+from .models import chat_messages, chat_texts, load_tokenizer, token_ids, tokenizer_family
 
 TOKENIZERS = ("native", "hf_fast", "hf_backend", "hf_slow", "tiktoken")
 HF_TOKENIZERS = ("hf_fast", "hf_backend", "hf_slow")
@@ -43,20 +42,23 @@ def hf_encoder(model_dir, name: str, max_length: int):
 
 def tiktoken_encoder(model_dir, max_length: int):
     """One pair -> its token ids by tiktoken on the same ranks, as a user of tiktoken would write
-    it: the fixed ChatML form rendered with a format string (no Jinja), NFC (tiktoken does not
-    normalize), added tokens matched, cut at max_length."""
+    it: the template's text between turns joined by hand (no Jinja: the chat form the native engine
+    renders, rmbench.chat_form), NFC where the vocabulary normalizes (tiktoken does not), added
+    tokens matched, cut at max_length."""
     import unicodedata
 
     from .byte_bpe import VOCABULARIES, tiktoken_encoding
+    from .chat_form import compile_form, folder_renderer, render
     from .families import family_of_folder
 
-    if chat_template(model_dir) != CHATML_TEMPLATE:
-        raise ValueError(f"tiktoken renders the fixed ChatML form only; {model_dir}'s chat template differs")
-    encoding = tiktoken_encoding(VOCABULARIES[family_of_folder(model_dir)["vocabulary"]])
+    vocabulary = VOCABULARIES[family_of_folder(model_dir)["vocabulary"]]
+    encoding, form = tiktoken_encoding(vocabulary), compile_form(folder_renderer(model_dir))
 
     def encode(p, r):
-        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in chat_messages(p, r))
-        return encoding.encode(unicodedata.normalize("NFC", text), allowed_special="all")[:max_length]
+        text = render(form, chat_messages(p, r))
+        if vocabulary.nfc:
+            text = unicodedata.normalize("NFC", text)
+        return encoding.encode(text, allowed_special="all")[:max_length]
 
     return encode
 

@@ -146,6 +146,10 @@ class Runtime(ABC):
     @abstractmethod
     def score(self, pairs: list[tuple[str, str]]) -> list[float]: ...
 
+    def check_rows(self, pairs: list[tuple[str, str]]) -> None:
+        """Raises ModelSourceError naming the rows this runtime would not score exactly (the
+        service answers 422 before they reach a batch). Every row passes unless a runtime says so."""
+
     def time_rows_alone(self, pairs: list[tuple[str, str]], warmup_rows: int) -> dict:
         """The latency scenario: warm-up rows first (untimed), then every row scored alone.
 

@@ -5,21 +5,28 @@ runs the engine once as a child process that times every row itself (raw text pa
 score out, tokenization included), the same region the Python runtimes time. score(), for a
 caller that sends rows as they come (co-location, the service), keeps one engine process loaded
 (`rmscore --serve`) and sends it each row.
+
+A chat-templated model's template reaches the engine compiled (rmbench.chat_form): every row is
+checked against the template here before the engine sees it, and a row the form would render
+differently is refused (ChatFormError), never scored on another text.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 
 from ..batching import STRATEGIES, batch_plan
+from ..chat_form import ChatFormError, compile_form, folder_renderer, mismatch
 from ..concurrency import MODES, partitioned_threads, shard, start_together, stop_all
 from ..data import write_jsonl
-from ..families import CHATML_TEMPLATE, family_of_folder
-from ..models import chat_template
+from ..families import family_of_folder
+from ..models import chat_messages
 from .base import ONNX_FILE_SETTINGS, Runtime, Unsupported
 
 
@@ -61,18 +68,45 @@ class NativeRuntime(Runtime):
         self.binary = Path(self.options.get("binary", ""))
         if not self.binary.is_file():
             raise FileNotFoundError(f"native engine not built: {self.binary} (run the native_build rule)")
-        declared = family_of_folder(self.model_dir)
-        if declared["input"] == "chat" and chat_template(self.model_dir) != CHATML_TEMPLATE:
-            # a hub model's own template: the engine renders the fixed ChatML form only
-            raise Unsupported(
-                f"the native engine renders the fixed ChatML form only; {self.model_dir}'s chat template differs"
-            )
+        self.chat = None  # a chat model's (template, form, the form's file)
+        if family_of_folder(self.model_dir)["input"] == "chat":
+            self.chat = self._chat_form()
         self.last_run: dict = {}
         self.resident: subprocess.Popen | None = None  # started by the first score()
         self.resident_lock = threading.Lock()  # one row at a time through its pipes
 
+    def _chat_form(self) -> tuple:
+        """The model's template, compiled into the engine's form, written where the engine reads it."""
+        jinja = folder_renderer(self.model_dir)
+        try:
+            form = compile_form(jinja)
+        except ChatFormError as e:
+            raise Unsupported(f"the native engine cannot render {self.model_dir}'s chat template: {e}") from e
+        folder = tempfile.mkdtemp(prefix="rmbench-chat-form-")
+        weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
+        path = Path(folder) / "chat_form.json"
+        path.write_text(json.dumps(form, ensure_ascii=False))
+        return jinja, form, path
+
+    def check_rows(self, pairs: list[tuple[str, str]]) -> None:
+        """Refuses the rows whose template text the engine's form would not give exactly."""
+        if self.chat is None:
+            return
+        jinja, form, _ = self.chat
+        refused = [
+            (i, why) for i, (p, r) in enumerate(pairs) if (why := mismatch(form, jinja, chat_messages(p, r)))
+        ]
+        if refused:
+            raise ChatFormError(
+                f"{len(refused)} of {len(pairs)} rows refused; row {refused[0][0]}: {refused[0][1]}"
+            )
+
     def _invoke(self, pairs: list[tuple[str, str]], args: list[str], result_flag: str) -> str:
         """Runs the engine over `pairs`; returns the text of the file it wrote."""
+        try:
+            self.check_rows(pairs)
+        except ChatFormError as e:  # a launch's rows: the cell cannot be measured on them
+            raise Unsupported(f"the native engine's chat form: {e}") from e
         with tempfile.TemporaryDirectory() as tmp:
             rows, out = Path(tmp) / "rows.jsonl", Path(tmp) / "result"
             write_jsonl([{"id": str(i), "prompt": p, "response": r} for i, (p, r) in enumerate(pairs)], rows)
@@ -87,6 +121,8 @@ class NativeRuntime(Runtime):
         cmd = [str(self.binary), "--tokenizer", str(self.model_dir), "--max-length", str(self.max_length)]
         if "word_cache" in self.options:  # words the SentencePiece tokenizer remembers
             cmd += ["--word-cache", str(self.options["word_cache"])]
+        if self.chat is not None:
+            cmd += ["--chat-form", str(self.chat[2])]
         return cmd + list(args)
 
     def engine_args(self, threads: int | None = None) -> list[str]:
@@ -115,6 +151,7 @@ class NativeRuntime(Runtime):
 
     def score(self, pairs):
         """Each pair through the resident engine (`--serve`), one row and its answer at a time."""
+        self.check_rows(pairs)
         with self.resident_lock:
             engine = self.resident or self._start_resident()
             scores = []
