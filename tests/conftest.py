@@ -257,11 +257,19 @@ def smoke_pipeline(request, tmp_path_factory):
     run.stop()
 
 
+# How much the unit tests yield to the smoke run they run beside: it is the suite's critical path
+# (at equal priority, the unit tests were done minutes before it).
+UNIT_TESTS_NICE = 5
+
+
 @pytest.fixture(scope="session", autouse=True)
 def start_smoke_run(request):
     needed = {"smoke_run", "binary"}
     if any(needed & set(getattr(item, "fixturenames", ())) for item in request.session.items):
         request.getfixturevalue("smoke_pipeline")
+        # Linux's nice is per thread: the smoke run's thread (and what it starts) keeps its priority,
+        # this one (the tests, and the processes they start) yields to it.
+        os.nice(UNIT_TESTS_NICE)
 
 
 @pytest.fixture(scope="session")

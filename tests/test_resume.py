@@ -1,5 +1,7 @@
 """What a user does when a run breaks: resume a killed run, rerun a failed cell by naming its file.
-Both on a slice of the pipeline that reuses the smoke run's data, models, exports, gates and build."""
+Both on a slice of the pipeline that reuses the smoke run's data, models, exports, gates and build,
+run in a thread as soon as the smoke run is done (start_after_smoke), beside the checks of its
+results; the tests then check what each scenario saw."""
 
 import hashlib
 import json
@@ -9,17 +11,12 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-import pytest
 from conftest import crashing_engine, pipeline_copy, snakemake, user_env
 
 EAGER = "results/cells/latency/electra/cpu/hf_eager/set~main60"
 NATIVE_CELL = "results/cells/latency/electra/cpu/native/set~main60/launch~1.json"
-
-
-@pytest.fixture
-def workdir(smoke_run, tmp_path):
-    return pipeline_copy(tmp_path / "rmbench", smoke_run)
 
 
 def jobs_run(output: str, rule: str = "cell") -> int:
@@ -38,9 +35,9 @@ def wait_for(condition, timeout: float, what: str):
         time.sleep(0.05)
 
 
-def test_a_run_killed_mid_launch_resumes_keeping_the_finished_launches(workdir):
-    """kill -9 of Snakemake and its job while the second of two launches runs. After --unlock, the
-    same command reruns that launch alone and leaves the finished one untouched."""
+def kill_mid_launch_and_resume(workdir) -> dict:
+    """kill -9 of Snakemake and its job while the second of two launches runs, then the same
+    command (refused until --unlock), --unlock, and the same command again."""
     targets = [f"{EAGER}/launch~{i}.json" for i in (1, 2)]
     command = [sys.executable, "-m", "snakemake", "--workflow-profile", "workflow/profiles/smoke"]
     command += ["--cores", "1", *targets]
@@ -66,29 +63,74 @@ def test_a_run_killed_mid_launch_resumes_keeping_the_finished_launches(workdir):
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()
     before = (finished.stat().st_mtime_ns, digest(finished))
-
-    locked = snakemake(workdir, *targets, cores=1)  # the killed run's lock stays (README)
-    assert locked.returncode != 0 and "--unlock" in locked.stdout + locked.stderr
-    assert snakemake(workdir, "--unlock", cores=None).returncode == 0
-    resumed = snakemake(workdir, *targets, cores=1)
-    output = resumed.stdout + resumed.stderr
-    assert resumed.returncode == 0, output[-3000:]
-    assert jobs_run(output) == 1  # the killed launch, nothing else
-    assert (finished.stat().st_mtime_ns, digest(finished)) == before
-    assert json.loads((workdir / killed).read_text())["status"] == "ok"
+    return {
+        "locked": snakemake(workdir, *targets, cores=1),  # the killed run's lock stays (README)
+        "unlock": snakemake(workdir, "--unlock", cores=None),
+        "resumed": snakemake(workdir, *targets, cores=1),
+        "finished_before": before,
+        "finished_after": (finished.stat().st_mtime_ns, digest(finished)),
+        "killed": workdir / killed,
+    }
 
 
-def test_a_failed_cell_reruns_alone_by_naming_its_file(workdir):
-    """README, "Rerun one cell": a launch that failed (its engine crashed) reruns by name, as the
-    only job, once the cause is gone."""
+def fail_and_rerun(workdir) -> dict:
+    """A launch whose engine crashes, then the same launch named again once the cause is gone."""
     with crashing_engine(workdir):
         failed = snakemake(workdir, NATIVE_CELL, cores=1)
-    log = (workdir / "results/logs/cells/latency/electra/cpu/native/set~main60/launch~1.log").read_text()
-    assert failed.returncode != 0 and "engine crashed on purpose" in log
-    assert not (workdir / NATIVE_CELL).exists()  # a failed job leaves no result behind
-
+    log = workdir / "results/logs/cells/latency/electra/cpu/native/set~main60/launch~1.log"
+    left = (workdir / NATIVE_CELL).exists()
     rerun = snakemake(workdir, NATIVE_CELL, cores=1)
-    output = rerun.stdout + rerun.stderr
-    assert rerun.returncode == 0, output[-3000:]
+    return {
+        "failed": failed,
+        "log": log.read_text(),
+        "left": left,
+        "rerun": rerun,
+        "cell": workdir / NATIVE_CELL,
+    }
+
+
+SCENARIOS = {"kill": kill_mid_launch_and_resume, "fail": fail_and_rerun}
+
+
+def start_after_smoke(smoke: Path, folder: Path) -> dict:
+    """conftest runs this in a thread once the smoke run is done, beside the checks of its results:
+    each scenario on its own copy of the repository (reusing the smoke run's inputs and build)."""
+    outcomes = {}
+    for name, scenario in SCENARIOS.items():
+        try:
+            outcomes[name] = scenario(pipeline_copy(folder / name / "rmbench", smoke))
+        except Exception as error:  # noqa: BLE001 (raised again in the scenario's test)
+            outcomes[name] = error
+    return outcomes
+
+
+def outcome(followed: dict, name: str) -> dict:
+    if isinstance(followed[name], Exception):
+        raise followed[name]
+    return followed[name]
+
+
+def test_a_run_killed_mid_launch_resumes_keeping_the_finished_launches(followed):
+    """After --unlock, the same command reruns the killed launch alone and leaves the finished one
+    untouched."""
+    seen = outcome(followed, "kill")
+    locked = seen["locked"]
+    assert locked.returncode != 0 and "--unlock" in locked.stdout + locked.stderr
+    assert seen["unlock"].returncode == 0
+    output = seen["resumed"].stdout + seen["resumed"].stderr
+    assert seen["resumed"].returncode == 0, output[-3000:]
+    assert jobs_run(output) == 1  # the killed launch, nothing else
+    assert seen["finished_after"] == seen["finished_before"]
+    assert json.loads(seen["killed"].read_text())["status"] == "ok"
+
+
+def test_a_failed_cell_reruns_alone_by_naming_its_file(followed):
+    """README, "Rerun one cell": a launch that failed (its engine crashed) reruns by name, as the
+    only job, once the cause is gone."""
+    seen = outcome(followed, "fail")
+    assert seen["failed"].returncode != 0 and "engine crashed on purpose" in seen["log"]
+    assert not seen["left"]  # a failed job leaves no result behind
+    output = seen["rerun"].stdout + seen["rerun"].stderr
+    assert seen["rerun"].returncode == 0, output[-3000:]
     assert jobs_run(output) == 1 and jobs_run(output, "native_build") == 0
-    assert json.loads((workdir / NATIVE_CELL).read_text())["status"] == "ok"
+    assert json.loads(seen["cell"].read_text())["status"] == "ok"
