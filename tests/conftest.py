@@ -180,6 +180,10 @@ class Follower:
         return self.value
 
 
+# A process group of its own, in this session (Python 3.10 has no process_group argument).
+OWN_PROCESS_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+
+
 class SmokeRun:
     """The smoke profile's `all` on a fresh copy of the repository, started in the background when
     the session starts, so the unit tests run beside it. Its first step builds the native engine
@@ -216,7 +220,7 @@ class SmokeRun:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            start_new_session=True,  # stopped as a group with its jobs at the session's end
+            **OWN_PROCESS_GROUP,  # stopped as a group with its jobs at the session's end
         )
         output = self.process.communicate()[0]
         if self.process.returncode != 0:
@@ -258,8 +262,16 @@ def smoke_pipeline(request, tmp_path_factory):
 
 
 # How much the unit tests yield to the smoke run they run beside: it is the suite's critical path
-# (at equal priority, the unit tests were done minutes before it).
+# (at equal shares, the unit tests were done minutes before it).
 UNIT_TESTS_NICE = 5
+
+
+def yield_to_the_smoke_run() -> None:
+    """Lowers the priority of the tests (this thread, and the processes it starts) against the
+    smoke run. Linux's nice is per thread: the smoke run's thread, and what it starts, keep theirs.
+    The smoke run stays in this session (a process group of its own, not a session): where the
+    kernel shares CPU between sessions first (autogroup), a nice counts only inside one."""
+    os.nice(UNIT_TESTS_NICE)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -267,9 +279,7 @@ def start_smoke_run(request):
     needed = {"smoke_run", "binary"}
     if any(needed & set(getattr(item, "fixturenames", ())) for item in request.session.items):
         request.getfixturevalue("smoke_pipeline")
-        # Linux's nice is per thread: the smoke run's thread (and what it starts) keeps its priority,
-        # this one (the tests, and the processes they start) yields to it.
-        os.nice(UNIT_TESTS_NICE)
+        yield_to_the_smoke_run()
 
 
 @pytest.fixture(scope="session")

@@ -153,3 +153,31 @@ def test_native_scores_the_toy_llama3_as_pytorch_does_alone_and_batched(binary, 
     from test_native_bpe import assert_scores_as_pytorch
 
     assert_scores_as_pytorch(binary, toy_llama3)
+
+
+def test_the_service_scores_llama3_texts_as_openrlhf_and_vllm_do(toy_llama3):
+    """Llama-3's tokenizer puts BOS first: /classify (vLLM) scores a text with one BOS whether verl
+    stripped it or not; /get_reward scores the decoded query as it stands, a duplicate BOS dropped."""
+    from fastapi.testclient import TestClient
+    from rmbench.runtimes.hf_eager import HFEagerRuntime
+    from rmbench.service import create_app
+    from test_trainer_bodies import PROMPT, exact_scores
+
+    tokenizer = load_tokenizer(toy_llama3["model"])
+    text = chat_texts(tokenizer, [(PROMPT, "It is 12.")])[0]
+    assert text.startswith("<|begin_of_text|><|start_header_id|>")
+    runtime = HFEagerRuntime(toy_llama3["model"], None, "cpu", 1, 512, {})
+    runtime.load()
+    try:
+        client = TestClient(create_app(runtime))
+        expected = exact_scores(toy_llama3["model"], [text], special_tokens=False)[0]
+        for sent in (text, text.removeprefix("<|begin_of_text|>")):
+            answer = client.post("/classify", json={"input": sent, "activation": False}).json()
+            assert "data" in answer, answer
+            assert answer["data"][-1]["probs"][-1] == pytest.approx(expected, abs=1e-5)
+        for query in (text, "<|begin_of_text|>" + text):
+            answer = client.post("/get_reward", json={"query": [query]}).json()
+            assert answer["rewards"][0] == pytest.approx(expected, abs=1e-5)
+            assert answer["extra_logs"]["scored_as"] == ["templated"]
+    finally:
+        runtime.close()

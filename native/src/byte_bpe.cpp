@@ -179,8 +179,12 @@ class ByteBpe final : public Tokenizer {
 
   Encoding encode_row(const std::string& prompt, const std::string& response, size_t max_length) const override {
     if (!valid_utf8(prompt) || !valid_utf8(response)) throw Error(ExitCode::malformed_input, "text is not valid UTF-8");
-    Encoding e;
-    e.input_ids = encode(form_.render(chat_messages(prompt, response)));
+    return encode_text(form_.render(chat_messages(prompt, response)), max_length);
+  }
+
+  Encoding encode_text(const std::string& text, size_t max_length) const override {
+    Encoding e;  // encode() refuses text that is not UTF-8
+    e.input_ids = encode(text);
     e.input_ids.resize(std::min(e.input_ids.size(), max_length));
     e.token_type_ids.assign(e.input_ids.size(), 0);
     return e;

@@ -33,7 +33,8 @@ namespace {
 constexpr const char* kUsage = R"(usage: rmscore --model FILE --tokenizer DIR --input FILE --output FILE [options]
        rmscore --model FILE --tokenizer DIR --serve [options]
   --serve                      keep one engine loaded: print {"ready": true}, then answer each JSON row
-                               on stdin ({"id", "prompt", "response"}) with one line on stdout
+                               on stdin ({"id", "prompt", "response"}, or {"id", "text"}: a text
+                               rendered already, tokenized as it stands) with one line on stdout
                                ({"id", "score", "total_ms"}) until stdin closes
   --device cpu|cuda            execution provider (default cpu)
   --threads N                  intra-op threads (default 0 = ONNX Runtime's choice)
@@ -150,9 +151,16 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// A (prompt, response) pair, or a text its sender rendered already (a trainer's templated
+// conversation), tokenized as it stands.
 struct Row {
-  std::string id, prompt, response;
+  std::string id, prompt, response, text;
+  bool rendered = false;
 };
+
+Encoding encode(const Tokenizer& tok, const Row& row, size_t max_length) {
+  return row.rendered ? tok.encode_text(row.text, max_length) : tok.encode_row(row.prompt, row.response, max_length);
+}
 
 bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
 
@@ -161,9 +169,11 @@ Row parse_row(const std::string& line, const std::string& where) {
   json j = json::parse(line, nullptr, false);
   auto is_text = [&](const char* key) { return j.is_object() && j.contains(key) && j[key].is_string(); };
   if (j.is_discarded()) throw Error(ExitCode::malformed_input, where + ": malformed JSON");
+  if (is_text("id") && is_text("text") && !j.contains("prompt") && !j.contains("response"))
+    return {j["id"], "", "", j["text"], true};
   if (!is_text("id") || !is_text("prompt") || !is_text("response"))
-    throw Error(ExitCode::malformed_input, where + ": needs string fields id, prompt, response");
-  return {j["id"], j["prompt"], j["response"]};
+    throw Error(ExitCode::malformed_input, where + ": needs string fields id, prompt, response (or id, text)");
+  return {j["id"], j["prompt"], j["response"], "", false};
 }
 
 std::vector<Row> read_rows(const std::string& path) {
@@ -191,20 +201,20 @@ void dump_tokens(const Tokenizer& tok, const std::vector<Row>& rows, const Optio
   std::ofstream out(o.dump_tokens);
   if (!out) throw Error(ExitCode::missing_file, "cannot write " + o.dump_tokens);
   for (const auto& row : rows) {
-    Encoding e = tok.encode_row(row.prompt, row.response, o.max_length);
+    Encoding e = encode(tok, row, o.max_length);
     out << json{{"id", row.id}, {"input_ids", e.input_ids}, {"token_type_ids", e.token_type_ids}}.dump() << "\n";
   }
 }
 
 json tokenize_bench(const Tokenizer& tok, const std::vector<Row>& rows, const Options& o) {
-  for (size_t i = 0; i < std::min(o.warmup, rows.size()); ++i) tok.encode_row(rows[i].prompt, rows[i].response, o.max_length);
+  for (size_t i = 0; i < std::min(o.warmup, rows.size()); ++i) encode(tok, rows[i], o.max_length);
   std::vector<double> us(rows.size(), 0.0), pass_us;
   size_t tokens = 0;
   for (size_t pass = 0; pass < o.repeat; ++pass) {
     double pass_total = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
       auto start = Clock::now();
-      Encoding e = tok.encode_row(rows[i].prompt, rows[i].response, o.max_length);
+      Encoding e = encode(tok, rows[i], o.max_length);
       double took = since_ms(start) * 1e3;
       us[i] += took;
       pass_total += took;
@@ -239,7 +249,7 @@ json score_rows(Ort::Env& env, const Tokenizer& tok, const std::vector<Row>& row
 
   // Batches are planned on token lengths (counted once, untimed: it decides grouping only).
   std::vector<size_t> lengths;
-  for (const auto& r : rows) lengths.push_back(tok.encode_row(r.prompt, r.response, o.max_length).size());
+  for (const auto& r : rows) lengths.push_back(encode(tok, r, o.max_length).size());
   auto batches = make_batches(lengths, o.batching, o.batch_size, o.token_budget, o.max_waste);
 
   struct RowResult {
@@ -256,7 +266,7 @@ json score_rows(Ort::Env& env, const Tokenizer& tok, const std::vector<Row>& row
     std::vector<double> tok_us;
     for (size_t i : batches[b]) {
       auto t = Clock::now();
-      encodings.push_back(tok.encode_row(rows[i].prompt, rows[i].response, o.max_length));
+      encodings.push_back(encode(tok, rows[i], o.max_length));
       tok_us.push_back(since_ms(t) * 1e3);
     }
     std::vector<const Encoding*> ptrs;
@@ -345,7 +355,7 @@ int serve(const Tokenizer& tok, const Options& o) {
     if (blank(line)) continue;
     Row row = parse_row(line, "stdin:" + std::to_string(n));
     auto start = Clock::now();
-    Encoding e = tok.encode_row(row.prompt, row.response, o.max_length);
+    Encoding e = encode(tok, row, o.max_length);
     float score = engine.score({&e}, buffers)[0];
     std::cout << json{{"id", row.id}, {"score", score}, {"total_ms", since_ms(start)}}.dump() << std::endl;
   }

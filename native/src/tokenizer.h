@@ -44,6 +44,11 @@ class Tokenizer {
   virtual Encoding encode_row(const std::string& prompt, const std::string& response, size_t max_length) const {
     return encode_pair(prompt, response, max_length);
   }
+  // A text its sender rendered already, as the Hugging Face tokenizer takes one text: here with
+  // [CLS] and [SEP] around it; a chat-templated tokenizer adds nothing (its markup is in the text).
+  virtual Encoding encode_text(const std::string& text, size_t max_length) const {
+    return encode_pair(text, "", max_length);
+  }
 };
 
 // The token ids of words, remembered up to `capacity` words, as the Hugging Face

@@ -385,14 +385,22 @@ def chat_template(folder: str | Path) -> str | None:
     return json.loads(config.read_text()).get("chat_template") if config.exists() else None
 
 
-def chat_texts(tokenizer, pairs: list[tuple[str, str]]) -> list[str]:
-    """Each (prompt, reply) rendered through the tokenizer's chat template."""
-    return [tokenizer.apply_chat_template(chat_messages(p, r), tokenize=False) for p, r in pairs]
+# A row the models score: a (prompt, reply) pair, or a text its sender rendered already (a
+# trainer's templated conversation: rmbench.protocol), tokenized as it stands.
+Row = tuple[str, str] | str
+
+
+def chat_texts(tokenizer, rows: list[Row]) -> list[str]:
+    """Each (prompt, reply) rendered through the tokenizer's chat template; a rendered text as it is."""
+    return [
+        row if isinstance(row, str) else tokenizer.apply_chat_template(chat_messages(*row), tokenize=False)
+        for row in rows
+    ]
 
 
 def encode(
     tokenizer,
-    pairs: list[tuple[str, str]],
+    pairs: list[Row],
     tensors: str | None,
     max_length: int | None = MAX_LENGTH,
     pad_to_multiple_of: int | None = None,
@@ -401,7 +409,9 @@ def encode(
 ):
     """Tokenizes (prompt, response) rows the way the model's family declares: a text pair
     (the OpenAssistant model cards: longest_first to max_length) or the chat template of the
-    dialogue (truncated at max_length from the end, as transformers does). Pads to the batch's
+    dialogue (truncated at max_length from the end, as transformers does). A rendered text (a
+    str row) is tokenized as one text: with no special tokens added for a chat model (its markup
+    is in it), with the tokenizer's own around it for a pair model. Pads to the batch's
     longest row (or up to a multiple of `pad_to_multiple_of`); padding `max_length` pads every
     row to max_length instead (rmbench.batching.PADDINGS). The family's padding side unless
     `padding_side` says otherwise (one the family allows). max_length None: no truncation."""
@@ -422,8 +432,27 @@ def encode(
     }
     if declared["input"] == "chat":
         return tokenizer(chat_texts(tokenizer, pairs), add_special_tokens=False, **options)
-    prompts, responses = zip(*pairs)
-    return tokenizer(list(prompts), list(responses), **options)
+    texts = [i for i, row in enumerate(pairs) if isinstance(row, str)]
+    if not texts:
+        prompts, responses = zip(*pairs)
+        return tokenizer(list(prompts), list(responses), **options)
+    # pairs and single texts cannot share one call: each kind alone, unpadded, then padded together
+    alone = options | {"padding": False, "pad_to_multiple_of": None, "return_tensors": None}
+    rows: list = [None] * len(pairs)
+    kinds = (texts, [i for i in range(len(pairs)) if i not in set(texts)])
+    for kind, indices in zip(("text", "pair"), kinds):
+        if not indices:
+            continue
+        args = (
+            [[pairs[i] for i in indices]]
+            if kind == "text"
+            else list(map(list, zip(*(pairs[i] for i in indices))))
+        )
+        encoded = tokenizer(*args, **alone)
+        for j, i in enumerate(indices):
+            rows[i] = {key: values[j] for key, values in encoded.items()}
+    padded = {key: options[key] for key in ("padding", "max_length", "pad_to_multiple_of", "padding_side")}
+    return tokenizer.pad(rows, return_tensors=tensors, **padded)
 
 
 def token_ids(tokenizer, prompt: str, response: str, max_length: int | None = MAX_LENGTH) -> list[int]:

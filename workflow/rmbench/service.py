@@ -51,7 +51,8 @@ from starlette.concurrency import run_in_threadpool
 
 from .batching import MicroBatcher, QueueFull
 from .errors import ModelSourceError
-from .protocol import request_models, reward_answer
+from .protocol import pooling_answer, request_models, reward_answer, sigmoid
+from .rendered import RenderedText
 
 API_KEY_VARIABLE = "RMBENCH_API_KEY"
 
@@ -125,8 +126,19 @@ def loopback_only(host: str) -> bool:
 
 
 def create_app(
-    runtime, batcher: MicroBatcher | None = None, limits: Limits = Limits(), api_key: str | None = None
+    runtime,
+    batcher: MicroBatcher | None = None,
+    limits: Limits = Limits(),
+    api_key: str | None = None,
+    rendered: RenderedText | None = None,
 ) -> FastAPI:
+    """The service around a loaded runtime. `rendered`: what marks a text the model's template
+    rendered (read from the runtime's model folder unless given)."""
+    from .models import encode, load_tokenizer
+
+    tokenizer = load_tokenizer(runtime.model_dir)  # the texts' rules, and the tokens /classify counts
+    rendered = rendered or RenderedText.of(tokenizer)
+
     @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
@@ -142,7 +154,7 @@ def create_app(
         max_body_size=limits.max_body_bytes,
         default_response_class=AsciiJSONResponse,
     )
-    ScoreRequest, RewardRequest = request_models(limits.max_pairs)
+    ScoreRequest, RewardRequest, ClassifyRequest, EmbeddingsRequest = request_models(limits.max_pairs)
     admission = Admission(limits.queue_size)
     engine = asyncio.Lock()  # one model, one request at a time: admitted requests wait their turn
 
@@ -204,8 +216,9 @@ def create_app(
             {"detail": f"not scored within {limits.request_timeout_s:g} s"}, status_code=504
         )
 
-    async def score_pairs(pairs: list[tuple[str, str]]):
-        """The pairs' scores, or the 503 / 504 answer when the service is full or too slow."""
+    async def score_pairs(pairs: list):
+        """The rows' scores (pairs, or texts rendered already), or the 422 / 503 / 504 answer when
+        a row cannot be scored exactly or the service is full or too slow."""
         try:
             runtime.check_rows(pairs)
         except ModelSourceError as e:
@@ -247,13 +260,32 @@ def create_app(
     async def get_reward(request: RewardRequest):
         start = time.perf_counter()
         try:
-            pairs = request.pairs()
-        except ValueError as e:
+            rows, paths = request.rows(rendered)
+        except (ValueError, ModelSourceError) as e:  # ModelSourceError: rendered.AmbiguousText
             return AsciiJSONResponse({"detail": str(e)}, status_code=422)
-        rewards = await score_pairs(pairs)
+        rewards = await score_pairs(rows)
         if isinstance(rewards, AsciiJSONResponse):
             return rewards
-        return reward_answer([float(r) for r in rewards], (time.perf_counter() - start) * 1e3)
+        return reward_answer([float(r) for r in rewards], (time.perf_counter() - start) * 1e3, paths)
+
+    async def pooled(texts: list[str], model: str | None, kind: str, key: str, activate: bool):
+        rows = [rendered.as_classified(text) for text in texts]
+        scores = await score_pairs(rows)
+        if isinstance(scores, AsciiJSONResponse):
+            return scores
+        values = [sigmoid(float(s)) if activate else float(s) for s in scores]
+        tokens = encode(tokenizer, rows, None, runtime.max_length, padding="do_not_pad")["input_ids"]
+        return pooling_answer(kind, model or str(runtime.model_dir), values, sum(map(len, tokens)), key)
+
+    @app.post("/classify")
+    async def classify(request: ClassifyRequest):
+        """vLLM's pooling API, as verl's reward loop calls it (reads data[-1].probs[-1])."""
+        return await pooled(request.texts(), request.model, "classify", "probs", not request.raw())
+
+    @app.post("/v1/embeddings")
+    async def embeddings(request: EmbeddingsRequest):
+        """SGLang's reward form (reads data[-1].embedding[-1]): the raw score."""
+        return await pooled(request.texts(), request.model, "embd", "embedding", activate=False)
 
     return app
 

@@ -39,6 +39,13 @@ def engine_message(stderr: str) -> str:
     return stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
 
 
+def engine_row(i: int, row) -> dict:
+    """One input line of the engine: a (prompt, reply) pair, or a text rendered already (a str)."""
+    if isinstance(row, str):
+        return {"id": str(i), "text": row}
+    return {"id": str(i), "prompt": row[0], "response": row[1]}
+
+
 class NativeRuntime(Runtime):
     name = "native"
     studies = ("latency", "batching", "concurrency", "decomposition", "zerocopy", "colocation")
@@ -94,7 +101,9 @@ class NativeRuntime(Runtime):
             return
         jinja, form, _ = self.chat
         refused = [
-            (i, why) for i, (p, r) in enumerate(pairs) if (why := mismatch(form, jinja, chat_messages(p, r)))
+            (i, why)
+            for i, row in enumerate(pairs)  # a text rendered already is tokenized as it stands
+            if not isinstance(row, str) and (why := mismatch(form, jinja, chat_messages(*row)))
         ]
         if refused:
             raise ChatFormError(
@@ -109,7 +118,7 @@ class NativeRuntime(Runtime):
             raise Unsupported(f"the native engine's chat form: {e}") from e
         with tempfile.TemporaryDirectory() as tmp:
             rows, out = Path(tmp) / "rows.jsonl", Path(tmp) / "result"
-            write_jsonl([{"id": str(i), "prompt": p, "response": r} for i, (p, r) in enumerate(pairs)], rows)
+            write_jsonl([engine_row(i, row) for i, row in enumerate(pairs)], rows)
             cmd = self.command("--input", str(rows), result_flag, str(out), *args)
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
@@ -155,11 +164,9 @@ class NativeRuntime(Runtime):
         with self.resident_lock:
             engine = self.resident or self._start_resident()
             scores = []
-            for i, (prompt, response) in enumerate(pairs):
+            for i, row in enumerate(pairs):
                 try:
-                    engine.stdin.write(
-                        json.dumps({"id": str(i), "prompt": prompt, "response": response}) + "\n"
-                    )
+                    engine.stdin.write(json.dumps(engine_row(i, row)) + "\n")
                     engine.stdin.flush()
                 except BrokenPipeError:
                     pass  # it has exited: the answer below reports its exit code and message
