@@ -109,6 +109,10 @@ def needs(present: bool, reason: str) -> None:
     pytest.skip(reason, allow_module_level=True)
 
 
+# A process group of its own, in this session (Python 3.10 has no process_group argument).
+OWN_PROCESS_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+
+
 def snakemake(
     workdir,
     *args,
@@ -117,11 +121,20 @@ def snakemake(
     timeout: float = 3600,
     entry: tuple[str, ...] = ("-m", "snakemake"),
 ):
-    """Snakemake in `workdir` with a profile (the smoke one by default), as a user runs it."""
+    """Snakemake in `workdir` with a profile (the smoke one by default), as a user runs it. In a
+    process group of its own, so that a co-location test pinning the tests' process (and its
+    group) to one core leaves it alone (rmbench.colocation.pin_tree)."""
     cmd = [sys.executable, *entry, "--workflow-profile", f"workflow/profiles/{profile}"]
     cmd += ["--cores", str(cores), *args] if cores else list(args)
     return subprocess.run(
-        cmd, cwd=workdir, env=user_env(), capture_output=True, text=True, check=False, timeout=timeout
+        cmd,
+        cwd=workdir,
+        env=user_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+        **OWN_PROCESS_GROUP,
     )
 
 
@@ -178,10 +191,6 @@ class Follower:
         if self.error:
             raise self.error
         return self.value
-
-
-# A process group of its own, in this session (Python 3.10 has no process_group argument).
-OWN_PROCESS_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
 
 
 class SmokeRun:

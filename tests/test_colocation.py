@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from conftest import ROOT
-from rmbench.colocation import core_split, run_generator, split_threads
+from rmbench.colocation import core_split, pin_tree, run_generator, split_threads
 from rmbench.export import reference_scores
 from rmbench.generator import build_generator
 from rmbench.launch import run_launch
@@ -157,3 +157,20 @@ def test_openvino_without_its_pinning_binds_no_thread_away_from_the_cores_a_spli
     kept = openvino_thread_cores(tiny_model, "off")
     assert kept["recorded"]["enable_cpu_pinning"] is False
     assert all(kept["core"] in cores for cores in kept["threads"])
+
+
+def test_pinning_a_process_leaves_a_child_in_a_group_of_its_own_alone():
+    """A co-location launch pins its own tree (the native engine in its group); a test session's
+    background smoke run, a child in a group of its own, keeps its cores."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("one usable core: nothing to pin away from")
+    own, same = subprocess.Popen(["sleep", "30"], start_new_session=True), subprocess.Popen(["sleep", "30"])
+    try:
+        pin_tree(os.getpid(), cores[:1])
+        assert os.sched_getaffinity(same.pid) == set(cores[:1])
+        assert os.sched_getaffinity(own.pid) == set(cores)
+    finally:
+        pin_tree(os.getpid(), cores)
+        own.kill()
+        same.kill()

@@ -47,14 +47,20 @@ def split_threads(split: str, threads: int) -> int:
 
 
 def pin_tree(pid: int, cores: list[int]) -> None:
-    """Every thread of `pid` and of its child processes (the native engine) on `cores` only."""
+    """Every thread of `pid` and of its child processes in its process group (the native engine)
+    on `cores` only. A child in a group of its own is not the scorer's: a test session's
+    background smoke run, say, which would otherwise be pinned with the tests' process."""
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             os.sched_setaffinity(int(task.name), cores)
         except (ProcessLookupError, PermissionError):
             pass  # a thread that just ended
         for child in (task / "children").read_text().split() if (task / "children").exists() else []:
-            pin_tree(int(child), cores)
+            try:
+                if os.getpgid(int(child)) == os.getpgid(pid):
+                    pin_tree(int(child), cores)
+            except ProcessLookupError:
+                pass  # a child that just ended
 
 
 class Generator:
