@@ -109,7 +109,10 @@ def needs(present: bool, reason: str) -> None:
     pytest.skip(reason, allow_module_level=True)
 
 
-# A process group of its own, in this session (Python 3.10 has no process_group argument).
+# A process group of its own, in this session (Python 3.10 has no process_group argument). Not a
+# session: where the kernel shares CPU between sessions first (autogroup), a smoke run in a session
+# of its own got at most half the machine while any unit test ran; in the tests' session its jobs
+# get their share process by process.
 OWN_PROCESS_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
 
 
@@ -270,25 +273,11 @@ def smoke_pipeline(request, tmp_path_factory):
     run.stop()
 
 
-# How much the unit tests yield to the smoke run they run beside: it is the suite's critical path
-# (at equal shares, the unit tests were done minutes before it).
-UNIT_TESTS_NICE = 5
-
-
-def yield_to_the_smoke_run() -> None:
-    """Lowers the priority of the tests (this thread, and the processes it starts) against the
-    smoke run. Linux's nice is per thread: the smoke run's thread, and what it starts, keep theirs.
-    The smoke run stays in this session (a process group of its own, not a session): where the
-    kernel shares CPU between sessions first (autogroup), a nice counts only inside one."""
-    os.nice(UNIT_TESTS_NICE)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def start_smoke_run(request):
     needed = {"smoke_run", "binary"}
     if any(needed & set(getattr(item, "fixturenames", ())) for item in request.session.items):
         request.getfixturevalue("smoke_pipeline")
-        yield_to_the_smoke_run()
 
 
 @pytest.fixture(scope="session")
