@@ -439,7 +439,7 @@ def encode(
     # pairs and single texts cannot share one call: each kind alone, unpadded, then padded together
     alone = options | {"padding": False, "pad_to_multiple_of": None, "return_tensors": None}
     rows: list = [None] * len(pairs)
-    kinds = (texts, [i for i in range(len(pairs)) if i not in set(texts)])
+    kinds = (texts, [i for i, row in enumerate(pairs) if not isinstance(row, str)])
     for kind, indices in zip(("text", "pair"), kinds):
         if not indices:
             continue

@@ -75,7 +75,7 @@ class NativeRuntime(Runtime):
         self.binary = Path(self.options.get("binary", ""))
         if not self.binary.is_file():
             raise FileNotFoundError(f"native engine not built: {self.binary} (run the native_build rule)")
-        self.chat = None  # a chat model's (template, form, the form's file)
+        self.chat = None  # a chat model's (template renderer, compiled form, the form's file)
         if family_of_folder(self.model_dir)["input"] == "chat":
             self.chat = self._chat_form()
         self.last_run: dict = {}
