@@ -1,4 +1,5 @@
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -290,6 +291,36 @@ def smoke_run(smoke_pipeline) -> Path:
 def followed(request, smoke_pipeline, smoke_run):
     """What the requesting module's start_after_smoke returned, started as the smoke run finished."""
     return smoke_pipeline.started[request.module.__name__].result()
+
+
+@functools.cache
+def _default_split() -> tuple[dict, ...]:
+    import yaml
+    from rmbench.synthetic import generate_split
+
+    data = yaml.safe_load((ROOT / "config.yaml").read_text())["data"]
+    return tuple(generate_split(data["synthetic_seed"], data["synthetic_rows"]))
+
+
+def default_split() -> list[dict]:
+    """The default config's synthetic split, as the data rule draws it. Drawn once per session
+    (about 10 s on the 2-core host): several tests check every row of its sample sets."""
+    return list(_default_split())
+
+
+def sample_set_pairs() -> list[tuple[str, str]]:
+    """(prompt, response) of every row of the default config's sample sets, as the sample_set
+    rule draws them."""
+    import yaml
+    from rmbench.data import sample_rows
+
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    pairs = []
+    for name, s in config["sets"].items():
+        pairs += [
+            (r["prompt"], r["response"]) for r in sample_rows(default_split(), s["size"], s["seed"], name)
+        ]
+    return pairs
 
 
 def tie_pairs(count: int = 300, seed: int = 37) -> list[tuple[str, str]]:

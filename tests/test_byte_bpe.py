@@ -6,11 +6,10 @@ import unicodedata
 
 import pytest
 import yaml
-from conftest import ADVERSARIAL, ROOT
+from conftest import ADVERSARIAL, ROOT, default_split
 from rmbench.byte_bpe import VOCABULARIES, read_ranks, tiktoken_encoding
 from rmbench.data import sample_rows
 from rmbench.models import chat_texts, load_tokenizer
-from rmbench.synthetic import generate_split
 
 # Where byte-level BPEs go wrong: scripts without spaces, joiners, marks that NFC composes,
 # right-to-left text, CR/LF and tabs, digit runs (one digit a token), contractions in every case.
@@ -72,7 +71,7 @@ def test_every_sample_row_of_the_pipelines_sets_is_id_exact(qwen):
     """The default config's data and sets, drawn as the sample_set rule draws them."""
     tokenizer, encoding = qwen
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    split = generate_split(config["data"]["synthetic_seed"], config["data"]["synthetic_rows"])
+    split = default_split()
     checked = 0
     for name, spec in config["sets"].items():
         rows = sample_rows(split, spec["size"], spec["seed"], name)

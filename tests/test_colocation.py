@@ -63,9 +63,8 @@ def test_core_splits():
         core_split("half", [0, 1])
 
 
-@pytest.mark.parametrize(
-    ("runtime", "split"), [("ort_python", "shared"), ("ort_python", "separate"), ("native", "separate")]
-)
+# The smoke run's launches are hf_eager's and ort_python's on separate cores (test_pipeline).
+@pytest.mark.parametrize(("runtime", "split"), [("ort_python", "shared"), ("native", "separate")])
 def test_a_colocation_launch_scores_beside_the_generator(
     tiny_model, reference, generator, runtime, split, request
 ):

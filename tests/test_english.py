@@ -6,11 +6,10 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, default_split
 from rmbench.data import split_dialogue
 from rmbench.english import english_vocabulary, english_words, held_out_words
 from rmbench.models import load_tokenizer, wordpiece_vocab
-from rmbench.synthetic import generate_split
 
 WORDS = 40000  # the schema's default spm_english_words
 
@@ -70,7 +69,7 @@ def test_held_out_words_are_not_in_the_training_vocabulary():
 
 @pytest.fixture(scope="module")
 def generated_pair_lengths(deberta):
-    pairs = [split_dialogue(r["chosen"]) for r in generate_split(20260607, 3000)]
+    pairs = [split_dialogue(r["chosen"]) for r in default_split()[:3000]]
     encoded = deberta([p for p, _ in pairs], [r for _, r in pairs], verbose=False)
     return np.array([len(ids) for ids in encoded["input_ids"]])
 

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ADVERSARIAL, TINY, tiny_reward_model
+from conftest import ADVERSARIAL, TINY, sample_set_pairs, tiny_reward_model
 from rmbench.byte_bpe import LLAMA3_SPLIT, VOCABULARIES, read_ranks, tiktoken_encoding
 from rmbench.families import family
 from rmbench.models import build_tokenizer, chat_messages, chat_template, chat_texts, load_tokenizer
@@ -130,7 +130,6 @@ TEMPLATE_ROWS = [
 def test_native_rows_are_id_exact_with_transformers_and_tiktoken(binary, toy_llama3, max_length):
     """The engine's rows: Llama-3.1's template by its chat form, Llama-3's split (digit runs of
     three, no NFC), whole pieces kept; against apply_chat_template + the tokenizer and tiktoken."""
-    from test_native import sample_set_pairs
     from test_native_bpe import assert_id_exact_or_refused
 
     pairs = TEMPLATE_ROWS + [(f"\n\nHuman: {t}\n\nAssistant:", t) for t in TEXTS] + sample_set_pairs()[:80]

@@ -6,9 +6,9 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import ADVERSARIAL, ROOT, tie_pairs
+from conftest import ADVERSARIAL, sample_set_pairs, tie_pairs
 from rmbench.batching import make_batches, padding_waste
-from rmbench.data import sample_rows, split_dialogue
+from rmbench.data import split_dialogue
 from rmbench.export import first_difference, reference_scores, token_mismatch
 from rmbench.families import write_family
 from rmbench.models import load_tokenizer
@@ -20,18 +20,6 @@ def native_tokens(binary, folder, pairs, max_length=512, **options):
     engine = NativeRuntime(folder, None, "cpu", 1, max_length, {"binary": binary, **options})
     engine.load()
     return engine.encodings(pairs)
-
-
-def sample_set_pairs():
-    """Every row of the default config's sample sets (as the synthetic source draws them)."""
-    import yaml
-
-    config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    split = generate_split(config["data"]["synthetic_seed"], config["data"]["synthetic_rows"])
-    pairs = []
-    for name, s in config["sets"].items():
-        pairs += [(r["prompt"], r["response"]) for r in sample_rows(split, s["size"], s["seed"], name)]
-    return pairs
 
 
 @pytest.mark.parametrize("kind", ["electra", "deberta-test", "deberta-default"])

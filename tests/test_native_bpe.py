@@ -9,14 +9,14 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import ADVERSARIAL, tie_pairs
+from conftest import ADVERSARIAL, sample_set_pairs, tie_pairs
 from rmbench.chat_form import ChatFormError, compile_form, folder_renderer, mismatch
 from rmbench.export import reference_scores, token_mismatch
 from rmbench.models import chat_messages, load_tokenizer, token_ids
 from rmbench.runtimes import Unsupported
 from rmbench.runtimes.native import NativeRuntime
 from test_byte_bpe import UNICODE
-from test_native import native_tokens, sample_set_pairs
+from test_native import native_tokens
 
 HH = "\n\nHuman: {}\n\nAssistant:"
 # Rows no generated data holds: 100k characters, only whitespace, NUL bytes, every Unicode trap of

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import default_split
 from rmbench.data import split_dialogue
 from rmbench.models import wordpiece_vocab
 from rmbench.synthetic import TEST_SPLIT_ROWS, generate_split
@@ -9,7 +10,8 @@ from rmbench.synthetic import TEST_SPLIT_ROWS, generate_split
 
 @pytest.fixture(scope="module")
 def split():
-    return generate_split(20260607)
+    """The default config's split (seed 20260607, the real test split's size), drawn once."""
+    return default_split()
 
 
 @pytest.fixture(scope="module")
