@@ -158,6 +158,19 @@ def test_padding_to_max_length_pads_every_row_and_keeps_the_scores(tiny_model, r
     assert m["padding_waste"] > padding_waste(lengths, m["batches"])
 
 
+def test_a_chat_model_does_not_pad_to_max_length(tiny_decoder):
+    """Its rows are kept whole up to its context (models.row_limit): that is what it would pad to."""
+    from rmbench.families import family_of_folder
+    from rmbench.runtimes import runtime_class
+
+    declared = family_of_folder(tiny_decoder["model"])
+    reason = runtime_class("ort_python").family_reason(declared, {"padding": "max_length"})
+    assert "would pad it to that context" in reason
+    assert runtime_class("ort_python").family_reason(declared, {"padding": "longest"}) is None
+    with pytest.raises(ValueError, match="would pad it to that context"):
+        encode(load_tokenizer(tiny_decoder["model"]), [("a", "b")], "np", 512, padding="max_length")
+
+
 def test_padding_waste_to_a_fixed_length_and_refusals(tiny_model, rows, reference, binary):
     assert padding_waste([5, 9, 7], [[0, 1], [2]], pad_to=16) == pytest.approx((48 - 21) / 21)
     native = batching_launch(

@@ -117,8 +117,9 @@ def test_cell_table_of_the_extended_tier():
         "gemm": 180,
         # electra and qwen3 x 2 core splits x (cpu: 5 scorers, cuda: all but OpenVINO's 4) x 3
         "colocation": 2 * 2 * (5 + 4) * 3,
-        # electra x (the batching server's 6 variants + the one-at-a-time service's 5) x 3
-        "load": (6 + 5) * 3,
+        # (electra and qwen3 x the batching server's 6 hh-rlhf variants and 2 trainer bodies
+        # (electra's unsupported: no template) + electra x the one-at-a-time service's 5) x 3
+        "load": (2 * (6 + 2) + 5) * 3,
     }
     assert (
         "results/cells/zerocopy/deberta/cpu/native/set~main60+zero_copy~off+prealloc~off/launch~5.json"

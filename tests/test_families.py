@@ -167,7 +167,8 @@ def test_hh_rlhf_rows_become_chat_messages():
     ]
 
 
-def test_a_decoder_row_is_its_chat_template_truncated_from_the_end(tiny_decoder):
+def test_a_decoder_row_is_its_chat_template_kept_whole(tiny_decoder):
+    """A chat row is cut only past its model's context (tests/test_native_bpe.py cuts one)."""
     tokenizer = load_tokenizer(tiny_decoder["model"])
     prompt = "\n\nHuman: hi\n\nAssistant:"
     ids = token_ids(tokenizer, prompt, "hello", max_length=None)
@@ -177,7 +178,8 @@ def test_a_decoder_row_is_its_chat_template_truncated_from_the_end(tiny_decoder)
         tokenizer.decode(ids)
         == f"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n{think}hello<|im_end|>\n"
     )
-    assert token_ids(tokenizer, prompt, "hello", max_length=5) == ids[:5]
+    assert token_ids(tokenizer, prompt, "hello", max_length=5) == ids  # 5: a text pair's cut
+    assert tokenizer.model_max_length == 40960  # Qwen3-0.6B's context
     batch = encode(tokenizer, [(prompt, "a"), (prompt, "a much longer reply than that")], "np")
     assert batch["attention_mask"][0][0] == 0 and batch["attention_mask"][0][-1] == 1  # left: declared
     right = encode(tokenizer, [(prompt, "a"), (prompt, "a much longer reply")], "np", padding_side="right")

@@ -126,20 +126,20 @@ TEMPLATE_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("max_length", [512, 100_000])
-def test_native_rows_are_id_exact_with_transformers_and_tiktoken(binary, toy_llama3, max_length):
+def test_native_rows_are_id_exact_with_transformers_and_tiktoken(binary, toy_llama3):
     """The engine's rows: Llama-3.1's template by its chat form, Llama-3's split (digit runs of
-    three, no NFC), whole pieces kept; against apply_chat_template + the tokenizer and tiktoken."""
+    three, no NFC), whole pieces kept; against apply_chat_template + the tokenizer and tiktoken.
+    Uncut: a chat row keeps its model's context (tests/test_native_bpe.py cuts it)."""
     from test_native_bpe import assert_id_exact_or_refused
 
     pairs = TEMPLATE_ROWS + [(f"\n\nHuman: {t}\n\nAssistant:", t) for t in TEXTS] + sample_set_pairs()[:80]
-    assert_id_exact_or_refused(binary, toy_llama3["model"], pairs, lambda messages: False, max_length)
+    assert_id_exact_or_refused(binary, toy_llama3["model"], pairs, lambda messages: False)
     from test_native import native_tokens
 
     tokenizer, encoding = load_tokenizer(toy_llama3["model"]), tiktoken_encoding(LLAMA3)
-    native = native_tokens(binary, toy_llama3["model"], TEMPLATE_ROWS, max_length=max_length)
+    native = native_tokens(binary, toy_llama3["model"], TEMPLATE_ROWS)
     for text, got in zip(chat_texts(tokenizer, TEMPLATE_ROWS), native, strict=True):
-        assert got["input_ids"] == encoding.encode(text, allowed_special="all")[:max_length]
+        assert got["input_ids"] == encoding.encode(text, allowed_special="all")
 
 
 def test_native_refuses_malformed_llama3_rows(binary, toy_llama3, tmp_path):

@@ -68,13 +68,47 @@ def test_native_bpe_rows_are_id_exact_with_hf(binary, tiny_decoder, which):
     assert_id_exact_or_refused(binary, tiny_decoder["model"], pairs, qwen3_rewrites)
 
 
-@pytest.mark.parametrize("max_length", [3, 17, 64, 512, 100_000])
-def test_native_bpe_truncates_from_the_end_as_hf(binary, tiny_decoder, max_length):
+def with_context(model_dir, folder, context: int | None):
+    """A copy of a decoder's folder whose tokenizer names `context` as its model's (None: none)."""
+    shutil.copytree(model_dir, folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config.pop("model_max_length")
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps(config | ({"model_max_length": context} if context else {}))
+    )
+    return folder
+
+
+@pytest.mark.parametrize("context", [3, 17, 64, 100_000, None])
+def test_a_chat_row_is_cut_from_the_end_past_its_models_context_only(binary, tiny_decoder, context, tmp_path):
+    """The configured cut (512) is a text pair's: a chat row keeps its dialogue up to the context
+    its tokenizer names, natively as in transformers, and past it loses its end."""
+    folder = with_context(tiny_decoder["model"], tmp_path / "model", context)
     pairs = sample_set_pairs()[:40] + [("x" * 100_000, "y " * 50_000)]
-    tokenizer = load_tokenizer(tiny_decoder["model"])
-    native = native_tokens(binary, tiny_decoder["model"], pairs, max_length=max_length)
-    for (p, r), got in zip(pairs, native, strict=True):
-        assert got["input_ids"] == token_ids(tokenizer, p, r, max_length)
+    tokenizer = load_tokenizer(folder)
+    native = native_tokens(binary, folder, pairs, max_length=512)
+    whole = [token_ids(tokenizer, p, r, None) for p, r in pairs]
+    assert max(map(len, whole)) > 512  # rows the pair families' cut would have cut
+    for want, got in zip(whole, native, strict=True):
+        assert got["input_ids"] == want[: context or len(want)]
+
+
+def test_a_decoder_launch_counts_no_cut_row_and_an_encoder_launch_its_cut_ones(tiny_model, tiny_decoder):
+    """The launch metric rows_cut: rows that lost tokens to the limit (a pair's 512, a chat
+    row's context)."""
+    from rmbench.launch import Workload
+    from rmbench.models import folder_row_limit
+
+    for built, name, cut in ((tiny_model, "tiny", True), (tiny_decoder, "tiny_qwen3", False)):
+        tokenizer = load_tokenizer(built["model"])
+        rows = [{"prompt": p, "response": r} for p, r in sample_set_pairs()[:30]] + [
+            {"prompt": "long " * 2000, "response": "reply"}
+        ]
+        for row in rows:
+            row[f"tokens_{name}"] = len(token_ids(tokenizer, row["prompt"], row["response"], None))
+        work = Workload(rows, name, built["model"], {}, folder_row_limit(built["model"], 512))
+        expected = sum(row[f"tokens_{name}"] > 512 for row in rows) if cut else 0
+        assert work.rows_cut() == expected and (expected > 0) == cut
 
 
 def test_native_scores_a_decoder_as_pytorch_does_alone_and_batched(binary, tiny_decoder):

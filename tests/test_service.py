@@ -284,3 +284,41 @@ def test_a_load_launch_records_every_outcome_and_checks_its_scores(tiny_model, r
     assert m["malformed"] == m["error"] > 0 and m["malformed_not_4xx"] == 0
     assert m["max_abs_err"] <= 1e-4 and m["reward_spread"] <= 1e-4 and m["row_ms"] > 0
     assert m["server_rows"] >= m["reward"]  # the micro-batcher scored them
+
+
+@pytest.mark.parametrize("body", ["openrlhf", "verl"])
+def test_a_load_launch_sends_a_trainers_own_bodies(tiny_decoder, body):
+    """OpenRLHF's templated /get_reward bodies and verl's /classify ones under load, malformed
+    ones of the same endpoint among them: each row's reward is the model's score of its dialogue."""
+    from rmbench.export import reference_scores
+    from rmbench.launch import run_launch
+
+    rows = tiny_decoder["rows"]
+    params = {"clients": "4", "requests": "20", "malformed": "0.2", "body": body}
+    cell = {
+        "study": "load",
+        "model": "tiny_qwen3",
+        "device": "cpu",
+        "runtime": "batching_server",
+        "launch": 1,
+    }
+    cell["params"] = "set~q+" + "+".join(f"{k}~{v}" for k, v in params.items())
+    settings = {"threads": 1, "warmup_rows": 1, "timeout_s": 600, "max_length": 512, "tolerance": 1e-4}
+    reference = reference_scores(tiny_decoder["model"], rows, threads=1)
+    record = run_launch(cell, rows, reference, tiny_decoder["model"], tiny_decoder["onnx"], settings, params)
+    assert record["status"] == "ok", record["reason"]
+    m = record["metrics"]
+    assert m["requests"] == 20 and m["lost"] == 0 and m["malformed"] == m["error"] == 4
+    assert m["malformed_not_4xx"] == 0 and m["well_formed_4xx"] == 0 and m["reward"] == 16
+    assert m["max_abs_err"] <= 1e-4 and m["reward_spread"] <= 1e-4
+
+
+def test_an_encoder_gets_no_templated_trainer_bodies(tiny_model):
+    from rmbench.families import family_of_folder
+    from rmbench.runtimes import runtime_class
+
+    declared = family_of_folder(tiny_model["model"])
+    for runtime in ("batching_server", "fastapi"):
+        reason = runtime_class(runtime).family_reason(declared, {"body": "verl"})
+        assert "has no chat template: verl's bodies are templated with it" in reason
+        assert runtime_class(runtime).family_reason(declared, {"body": "hh"}) is None

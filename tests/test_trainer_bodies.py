@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 from fastapi.testclient import TestClient
-from rmbench.models import chat_messages, load_model, load_tokenizer
+from rmbench.load import BODIES, openrlhf_sample, verl_sample
+from rmbench.models import load_model, load_tokenizer
 from rmbench.runtimes import runtime_class
 from rmbench.service import create_app
 
@@ -33,19 +34,12 @@ def exact_scores(folder, texts: list[str], special_tokens: bool) -> np.ndarray:
 
 
 def openrlhf_body(tokenizer, reply: str) -> dict:
-    """OpenRLHF's client with --apply_chat_template: the prompt through the template with the
-    generation prompt, the query the policy's sequence decoded with its special tokens."""
-    messages = chat_messages(PROMPT, reply)
-    prompt = tokenizer.apply_chat_template(messages[:-1], tokenize=False, add_generation_prompt=True)
-    rendered = tokenizer.apply_chat_template(messages, tokenize=False)
-    query = tokenizer.decode(tokenizer(rendered, add_special_tokens=False)["input_ids"])
-    return {"query": [query], "prompts": [prompt], "labels": [None]}
+    """OpenRLHF's body with --apply_chat_template (rmbench.load: as the load study sends it)."""
+    return BODIES["openrlhf"].body(openrlhf_sample(tokenizer, PROMPT, reply))
 
 
 def verl_text(tokenizer, reply: str) -> str:
-    """verl's reward loop: the model's own template, a leading BOS stripped."""
-    text = tokenizer.apply_chat_template(chat_messages(PROMPT, reply), tokenize=False)
-    return text.removeprefix(tokenizer.bos_token or "\0")
+    return verl_sample(tokenizer, PROMPT, reply)
 
 
 @pytest.fixture(params=["hf_eager", "ort_python", "native"])

@@ -71,9 +71,10 @@ class Workload:
     """What a scenario scores: the pairs, their token lengths (for batch planning and FLOP
     counts), the model folder and the launch settings."""
 
-    def __init__(self, rows: list[dict], model: str, model_dir, settings: dict):
+    def __init__(self, rows: list[dict], model: str, model_dir, settings: dict, limit: int | None):
         self.pairs = [(r["prompt"], r["response"]) for r in rows]
         self.rows, self.model, self.model_dir, self.settings = rows, model, model_dir, settings
+        self.limit = limit  # the most tokens a row keeps (the runtime's max_length: models.row_limit)
 
     def counted(self) -> bool:
         """Whether every row carries its token count (sample sets written by the sample_set rule do)."""
@@ -87,14 +88,22 @@ class Workload:
             raise ValueError(
                 f"rows {missing[:3]} have no '{key}' (sample sets written by the sample_set rule do)"
             )
-        return [min(r[key], self.settings["max_length"]) for r in self.rows]
+        return [min(r[key], self.limit) for r in self.rows]
+
+    def rows_cut(self) -> int | None:
+        """How many rows lose tokens to the limit (None where the rows carry no counts)."""
+        return (
+            sum(length < r[f"tokens_{self.model}"] for length, r in zip(self.lengths(), self.rows))
+            if self.counted()
+            else None
+        )
 
 
 def latency_scenario(runtime, work: Workload) -> dict:
     """Every row scored alone after warm-up rows: per-row latency percentiles and FLOP/s."""
     measured = runtime.time_rows_alone(work.pairs, work.settings["warmup_rows"])
     latencies = measured["latencies_ms"]
-    gflops = achieved_gflops(work.model_dir, work.rows, work.model, latencies, work.settings["max_length"])
+    gflops = achieved_gflops(work.model_dir, work.rows, work.model, latencies, work.limit)
     return percentile_summary(latencies) | {"gflops": gflops} | measured
 
 
@@ -103,7 +112,7 @@ def batching_scenario(runtime, work: Workload) -> dict:
     throughput, padding waste and per-batch latency."""
     lengths = work.lengths()
     batches = make_batches(lengths, *batch_plan(runtime.options))
-    pad_to = work.settings["max_length"] if runtime.padding == "max_length" else None
+    pad_to = work.limit if runtime.padding == "max_length" else None
     measured = runtime.time_batches(work.pairs, batches, work.settings["warmup_rows"])
     n, wall_s = sum(len(b) for b in batches), measured["wall_s"]  # rows scored (repeat: copies too)
     return {
@@ -233,7 +242,7 @@ def run_launch(
         return record | {"status": "skipped", "reason": reason}
     threads = launch_threads(cell, settings, runtime_options or {})
     runtime = cls(model_dir, onnx_path, cell["device"], threads, settings["max_length"], runtime_options)
-    work = Workload(rows, cell["model"], model_dir, settings)
+    work = Workload(rows, cell["model"], model_dir, settings, runtime.max_length)
     ceiling_before = probe_launch_ceiling(work) if wants_ceiling(cell, work) else None
     started = time.perf_counter()
     fired = []
@@ -264,6 +273,7 @@ def run_launch(
         "launch_s": time.perf_counter() - started,
         "max_abs_err": float(errors.max()),
         "tolerance": tolerance,
+        **({} if work.rows_cut() is None else {"rows_cut": work.rows_cut()}),
         **measured,  # the scenario's metrics, per-row scores (and what else the runtime measured)
     }
     if ceiling_before is not None and np.isfinite(measured.get("gflops", np.nan)):

@@ -23,7 +23,13 @@ from .wheels import wheel_file
 # DeBERTa-v3's special tokens and their ids.
 SPM_SPECIALS = {"pad": ("[PAD]", 0), "bos": ("[CLS]", 1), "eos": ("[SEP]", 2), "unk": ("[UNK]", 3)}
 SPM_MASK = "[MASK]"  # id 4, a user-defined symbol
-MAX_LENGTH = 512
+MAX_LENGTH = 512  # a text pair's cut (the OpenAssistant model cards); see row_limit
+# A chat row's limit where its tokenizer names none (transformers' sentinel is 1e30): no cut.
+NO_LIMIT = 2**31 - 1
+# Why a chat family does not pad to max_length (rmbench.batching.PADDINGS).
+CHAT_PADDING_REFUSED = (
+    "keeps a chat row whole up to its context: padding every row to max_length would pad it to that context"
+)
 
 
 def _hub_or_local(model_cfg: dict) -> str:
@@ -141,7 +147,9 @@ def _byte_bpe_tokenizer(out_dir: Path, spm_model: Path | None, declared: dict) -
     from .byte_bpe import VOCABULARIES, save_tokenizer
 
     template = trl_chat_template(declared["chat_template"])
-    save_tokenizer(out_dir, VOCABULARIES[declared["vocabulary"]], template, MAX_LENGTH)
+    # The model's own context, as the published tokenizers of these families give it.
+    context = declared["config"]["max_position_embeddings"]
+    save_tokenizer(out_dir, VOCABULARIES[declared["vocabulary"]], template, context)
 
 
 def trl_chat_template(name: str) -> str:
@@ -340,6 +348,26 @@ def load_model(folder: str | Path, device: str = "cpu"):
     return AutoModelForSequenceClassification.from_pretrained(folder).to(device).eval()
 
 
+def row_limit(declared: dict, context: int | None, max_length: int | None) -> int | None:
+    """The most tokens a row of family `declared` keeps, given the cut asked for (None: none).
+    A text pair is cut at max_length, longest side first (the OpenAssistant model cards). A chat
+    row keeps its whole dialogue up to its model's context (`context`, the tokenizer's
+    model_max_length): a decoder's reward is read at the final token, which a cut would drop.
+    The trainers never score such a row silently: TRL drops rows past max_length, verl does not
+    cut, OpenRLHF forces the end-of-sequence token back. Rows past the limit are counted
+    (launch metric rows_cut)."""
+    if max_length is None or declared["input"] == "pair":
+        return max_length
+    return min(int(context), NO_LIMIT) if context else NO_LIMIT
+
+
+def folder_row_limit(folder: str | Path, max_length: int | None) -> int | None:
+    """row_limit for a model or tokenizer folder, read from its files (no tokenizer loaded)."""
+    config = Path(folder, "tokenizer_config.json")
+    context = json.loads(config.read_text()).get("model_max_length") if config.is_file() else None
+    return row_limit(family_of_folder(folder), context, max_length)
+
+
 def tokenizer_family(tokenizer) -> dict:
     """The family of a tokenizer loaded from a folder (load_tokenizer): how its rows become input."""
     return _folder_family(str(tokenizer.name_or_path))
@@ -409,13 +437,16 @@ def encode(
 ):
     """Tokenizes (prompt, response) rows the way the model's family declares: a text pair
     (the OpenAssistant model cards: longest_first to max_length) or the chat template of the
-    dialogue (truncated at max_length from the end, as transformers does). A rendered text (a
+    dialogue (cut from the end only past the model's context: row_limit). A rendered text (a
     str row) is tokenized as one text: with no special tokens added for a chat model (its markup
     is in it), with the tokenizer's own around it for a pair model. Pads to the batch's
     longest row (or up to a multiple of `pad_to_multiple_of`); padding `max_length` pads every
     row to max_length instead (rmbench.batching.PADDINGS). The family's padding side unless
     `padding_side` says otherwise (one the family allows). max_length None: no truncation."""
     declared = tokenizer_family(tokenizer)
+    max_length = row_limit(declared, tokenizer.model_max_length, max_length)
+    if padding == "max_length" and declared["input"] == "chat":
+        raise ValueError(f"{declared['name']} {CHAT_PADDING_REFUSED}")
     if padding_side and padding_side not in declared["padding_sides"]:
         raise PaddingSideError(
             f"{declared['name']} may not pad on the {padding_side}: its scores would move "

@@ -21,6 +21,7 @@ import pandas as pd
 
 from .flops import encoder_flops, model_config
 from .gemm_bench import best_probe, probe_ceiling
+from .models import folder_row_limit
 from .onnx_files import ATTENTION_EXPORTS
 from .operators import MATRIX_OPS, operator_profile
 from .provenance import host_cell, launch_hosts
@@ -122,7 +123,8 @@ def ceiling_profile(
     ceiling probed in the same process before and after at the rows' median length. The ceiling
     is the higher probe (gemm_bench.best_probe; after a dip the matrix products would seem to
     beat it). `operators`: the native engine's operator library, for exports that call it."""
-    lengths = [min(row[f"tokens_{model}"], max_length) for row in rows]
+    limit = folder_row_limit(model_dir, max_length)  # a chat row's limit is its model's context
+    lengths = [min(row[f"tokens_{model}"], limit) for row in rows]
     tokens = int(np.median(lengths))
     pairs = [(r["prompt"], r["response"]) for r in rows[:warmup] + rows]
     before = probe_ceiling(model_dir, tokens, threads)

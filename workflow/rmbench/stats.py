@@ -320,6 +320,8 @@ def summarize(
                 f"{metric}_cv": coefficient_of_variation(ok[metric]),
                 f"{metric}_launches_needed": launches_needed(ok[metric], checks.half_width),
             }
+        if "rows_cut" in ok and ok["rows_cut"].notna().any():  # rows past the model's limit
+            row["rows_cut"] = int(ok["rows_cut"].max())
         order = ok["order"] if "order" in ok else pd.Series(np.nan, index=ok.index)
         warnings = instability_warnings(ok[metrics[0]], order, checks)
         hosts = launch_hosts(ok)

@@ -129,6 +129,7 @@ def study_table(
         for m in layout["metrics"]:
             row |= {m: s[m], f"{m}_lo": s[f"{m}_lo"], f"{m}_hi": s[f"{m}_hi"], f"{m}_cv": s[f"{m}_cv"]}
         row["launches_needed"] = s.get(f"{first}_launches_needed", math.nan)
+        row["rows_cut"] = s.get("rows_cut", math.nan)  # rows past the model's limit (models.row_limit)
         row["host"] = s.get("host", "")
         row["warning"] = s.get("warning", "")
         # Launches left out of the statistics (mismatch, oom, timeout ...) are listed, never hidden.

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from .launch import percentile_summary
-from .models import chat_messages, chat_texts, load_tokenizer, token_ids, tokenizer_family
+from .models import chat_messages, chat_texts, folder_row_limit, load_tokenizer, token_ids, tokenizer_family
 
 TOKENIZERS = ("native", "hf_fast", "hf_backend", "hf_slow", "tiktoken")
 HF_TOKENIZERS = ("hf_fast", "hf_backend", "hf_slow")
@@ -29,7 +29,7 @@ def hf_encoder(model_dir, name: str, max_length: int):
     chat = tokenizer_family(tokenizer)["input"] == "chat"
     if name == "hf_backend":  # this tokenizer's own Rust one: the wrapper is not used again
         backend = tokenizer.backend_tokenizer
-        backend.enable_truncation(max_length, strategy="longest_first")
+        backend.enable_truncation(folder_row_limit(model_dir, max_length), strategy="longest_first")
         backend.no_padding()
         if chat:  # the template rendered as transformers does, then the Rust tokenizer alone
             return lambda p, r: (
@@ -44,7 +44,7 @@ def tiktoken_encoder(model_dir, max_length: int):
     """One pair -> its token ids by tiktoken on the same ranks, as a user of tiktoken would write
     it: the template's text between turns joined by hand (no Jinja: the chat form the native engine
     renders, rmbench.chat_form), NFC where the vocabulary normalizes (tiktoken does not), added
-    tokens matched, cut at max_length."""
+    tokens matched, cut where the tokenizers cut (models.row_limit)."""
     import unicodedata
 
     from .byte_bpe import VOCABULARIES, tiktoken_encoding
@@ -53,12 +53,13 @@ def tiktoken_encoder(model_dir, max_length: int):
 
     vocabulary = VOCABULARIES[family_of_folder(model_dir)["vocabulary"]]
     encoding, form = tiktoken_encoding(vocabulary), compile_form(folder_renderer(model_dir))
+    limit = folder_row_limit(model_dir, max_length)  # the model's context: models.row_limit
 
     def encode(p, r):
         text = render(form, chat_messages(p, r))
         if vocabulary.nfc:
             text = unicodedata.normalize("NFC", text)
-        return encoding.encode(text, allowed_special="all")[:max_length]
+        return encoding.encode(text, allowed_special="all")[:limit]
 
     return encode
 

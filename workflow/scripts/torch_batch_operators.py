@@ -30,7 +30,7 @@ with logged(snakemake.log[0]):
     )
     profiles = torch_operator_profiles(runtime, pairs, par.warmup, (1, par.batch))
     config = model_config(snakemake.input.model)
-    tokens = [min(r[f"tokens_{w.model}"], par.max_length) for r in rows[par.warmup :]]
+    tokens = [min(r[f"tokens_{w.model}"], runtime.max_length) for r in rows[par.warmup :]]
     for batch, profile in profiles.items():
         work = weight_gemm_work(config, tokens, batch)
         profile["work_gflop_per_row"] = {WEIGHT_GEMM: work}  # what the weight products had to do

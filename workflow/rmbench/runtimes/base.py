@@ -7,6 +7,7 @@ the host out, tokenization included.
 
 from __future__ import annotations
 
+import functools
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import ClassVar
 
 from ..batching import PADDING_SIDES, PADDINGS
 from ..families import FAMILY_EXPORT
-from ..models import encode
+from ..models import CHAT_PADDING_REFUSED, encode, folder_row_limit
 from ..onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS
 
 # The ONNX file a cell of an ONNX runtime loads (rmbench.onnx_files.onnx_file, wired by the rules):
@@ -66,11 +67,17 @@ class Runtime(ABC):
         self.onnx_path = Path(onnx_path) if onnx_path else None
         self.device = device
         self.threads = threads
-        self.max_length = max_length
+        self.configured_max_length = max_length  # the study's cut (data.max_length)
         self.options = options or {}  # runtime-specific settings, e.g. the native binary
         # How far score() pads a batch (a batching cell's `padding`; rmbench.batching.PADDINGS).
         self.padding = self.choice("padding")
         self.padding_side = self.choice("padding_side")
+
+    @functools.cached_property
+    def max_length(self) -> int | None:
+        """The most tokens a row keeps: the configured cut for a text pair, the model's context
+        for a chat row (models.row_limit), read from the model's files when first asked."""
+        return folder_row_limit(self.model_dir, self.configured_max_length)
 
     def encode(self, pairs: list[tuple[str, str]], tensors: str, pad_to_multiple_of: int | None = None):
         """Rows tokenized as the model's family declares, truncated and padded as this cell says."""
@@ -111,6 +118,8 @@ class Runtime(ABC):
                 f"{declared['name']} pads on the {' or '.join(declared['padding_sides'])} only: "
                 f"padded on the {side} its scores would move"
             )
+        if options.get("padding") == "max_length" and declared["input"] == "chat":
+            return f"{declared['name']} {CHAT_PADDING_REFUSED}"
         if options.get("optimizer") == "transformers" and declared["ort_optimizer"] is None:
             return (
                 f"ONNX Runtime's fused graph is not built for {declared['name']}: its family declares "

@@ -36,7 +36,12 @@ class FastAPIRuntime(Runtime):
     compared_with = ("hf_eager",)
     # The endpoint a launch calls: /score with (prompt, response) pairs, or OpenRLHF's
     # /get_reward with each pair as one hh-rlhf dialogue, which the server splits again.
-    settings = Runtime.settings | {"endpoint": (("score", "get_reward"), "score")}
+    # The load study's body shape (rmbench.load.BODIES): hh-rlhf text, OpenRLHF's templated
+    # query, or verl's /classify text; the templated ones need a chat family.
+    settings = Runtime.settings | {
+        "endpoint": (("score", "get_reward"), "score"),
+        "body": (("hh", "openrlhf", "verl"), "hh"),
+    }
 
     @classmethod
     def needs_torch(cls, options: dict) -> bool:
@@ -67,8 +72,12 @@ class FastAPIRuntime(Runtime):
         from . import runtime_class
 
         inner = options.get("wraps", cls.wraps)
-        reason = runtime_class(inner).family_reason(declared, {})
-        return reason and f"the service wraps {inner}: {reason}"
+        if reason := runtime_class(inner).family_reason(declared, {}):
+            return f"the service wraps {inner}: {reason}"
+        body = options.get("body", "hh")
+        if body != "hh" and declared["input"] != "chat":
+            return f"{declared['name']} has no chat template: {body}'s bodies are templated with it"
+        return None
 
     def load(self) -> None:
         import httpx
@@ -118,8 +127,8 @@ class FastAPIRuntime(Runtime):
             self.device,
             "--threads",
             str(self.threads),
-            "--max-length",
-            str(self.max_length),
+            "--max-length",  # the configured cut: the service finds its model's limit itself
+            str(self.configured_max_length),
         ]
         if self.onnx_path:
             args += ["--onnx", str(self.onnx_path)]
@@ -148,7 +157,9 @@ class FastAPIRuntime(Runtime):
     @staticmethod
     def dialogue(prompt: str, response: str) -> str:
         """A pair as one dialogue, as OpenRLHF sends it to /get_reward (the server splits it)."""
-        return f"{prompt} {response}"
+        from ..load import hh_query
+
+        return hh_query(prompt, response)
 
     def server_stats(self) -> dict:
         """The service's own counters (/stats), named server_<counter> in the launch's record."""
@@ -191,14 +202,15 @@ class FastAPIRuntime(Runtime):
 
     def time_load(self, pairs, clients: int, requests: int, malformed_share: float) -> dict:
         """A trainer's load (rmbench.load): `clients` OpenRLHF-style clients send `requests`
-        one-sample POSTs to /get_reward, each pair as one dialogue, a share of them malformed.
-        Each row's score is its first reward (a row no request got a reward for is scored
-        directly); `reward_spread` is the largest gap between one row's rewards."""
-        from ..load import run_load
+        one-sample POSTs of the cell's body shape, a share of them malformed. Each row's score
+        is its first reward (a row no request got a reward for is scored directly);
+        `reward_spread` is the largest gap between one row's rewards."""
+        from ..load import BODIES, run_load, trainer_samples
 
-        queries = [self.dialogue(p, r) for p, r in pairs]
-        url = f"http://{self.host}:{self.port}/get_reward"
-        result = run_load(url, queries, clients, requests, malformed_share)
+        shape = BODIES[self.choice("body")]
+        samples = trainer_samples(shape, self.model_dir, pairs)
+        url = f"http://{self.host}:{self.port}{shape.path}"
+        result = run_load(url, samples, clients, requests, malformed_share, shape=shape)
         per_row: list[list[float]] = [[] for _ in pairs]
         for i, reward in enumerate(result.pop("rewards")):
             if reward is not None:
