@@ -254,8 +254,12 @@ def uses_smoke(item) -> bool:
 
 
 def pytest_collection_modifyitems(items):
-    """The tests of the smoke run's results last: the unit tests run while it runs."""
-    items.sort(key=uses_smoke)
+    """The tests of the smoke run's results last: the unit tests run while it runs. Before them,
+    the modules that need the native engine, which the smoke run builds first (about a minute):
+    the others run meanwhile instead of waiting for it. Modules stay whole (module fixtures are
+    made once)."""
+    needs_engine = {item.module for item in items if "binary" in getattr(item, "fixturenames", ())}
+    items.sort(key=lambda item: (uses_smoke(item), item.module in needs_engine))
 
 
 @pytest.fixture(scope="session")
