@@ -267,13 +267,14 @@ def run_launch(
         runtime.close()
     errors = np.abs(np.asarray(measured["scores"]) - np.asarray(reference, dtype=float))
     tolerance = settings["tolerance"]
+    rows_cut = work.rows_cut()  # rows that lost tokens to the limit (None: the rows carry no counts)
     record["metrics"] = {
         "n_rows": len(rows),
         "load_s": load_s,
         "launch_s": time.perf_counter() - started,
         "max_abs_err": float(errors.max()),
         "tolerance": tolerance,
-        **({} if work.rows_cut() is None else {"rows_cut": work.rows_cut()}),
+        **({} if rows_cut is None else {"rows_cut": rows_cut}),
         **measured,  # the scenario's metrics, per-row scores (and what else the runtime measured)
     }
     if ceiling_before is not None and np.isfinite(measured.get("gflops", np.nan)):
