@@ -92,11 +92,7 @@ class Workload:
 
     def rows_cut(self) -> int | None:
         """How many rows lose tokens to the limit (None where the rows carry no counts)."""
-        return (
-            sum(length < r[f"tokens_{self.model}"] for length, r in zip(self.lengths(), self.rows))
-            if self.counted()
-            else None
-        )
+        return sum(r[f"tokens_{self.model}"] > self.limit for r in self.rows) if self.counted() else None
 
 
 def latency_scenario(runtime, work: Workload) -> dict:

@@ -67,6 +67,11 @@ def verl_sample(tokenizer, prompt: str, reply: str) -> str:
     return text.removeprefix(tokenizer.bos_token) if tokenizer.bos_token else text
 
 
+def get_reward_answer(answer: dict) -> float:
+    """The one sample's reward in /get_reward's answer, as OpenRLHF reads it."""
+    return answer["rewards"][0]
+
+
 @dataclass(frozen=True)
 class BodyShape:
     """How a trainer sends one sample: the endpoint, the sample from a (prompt, reply) pair
@@ -86,7 +91,7 @@ BODIES = {
         "/get_reward",
         lambda _, prompt, reply: hh_query(prompt, reply),
         lambda query: {"query": [query]},
-        lambda answer: answer["rewards"][0],
+        get_reward_answer,
         MALFORMED_BODIES,
         templated=False,
     ),
@@ -94,7 +99,7 @@ BODIES = {
         "/get_reward",
         openrlhf_sample,
         lambda sample: {"query": [sample[0]], "prompts": [sample[1]], "labels": [None]},
-        lambda answer: answer["rewards"][0],
+        get_reward_answer,
         MALFORMED_BODIES,
         templated=True,
     ),
@@ -133,7 +138,7 @@ def openrlhf_request(
     tries: int = 5,
     pause_s: float = 1.0,
     headers: dict | None = None,
-    reward: Callable[[dict], float] = BODIES["hh"].reward,
+    reward: Callable[[dict], float] = get_reward_answer,
 ) -> Answer:
     """One sample's POST as OpenRLHF's `request_api_wrapper` makes it (requests.post with a JSON
     body and a timeout, `tries` times, a pause between), reading its reward with `reward`."""
