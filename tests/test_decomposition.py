@@ -107,7 +107,8 @@ def test_eager_through_onednn_kernels_scores_like_the_reference(tiny_model, refe
 
 PACKED_LINEAR = {"mkldnn::_linear_pointwise", "mkl::_mkl_linear"}
 
-# One frozen compile in a fresh process, as a launch: the products its linear layers ran.
+# One frozen compile in a fresh process, as a launch: the products its linear layers ran, and the
+# score of the pair it compiled for.
 LINEAR_KERNELS = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
@@ -116,7 +117,7 @@ from rmbench.runtimes import runtime_class
 options = json.loads(sys.argv[3])
 runtime = runtime_class("torch_compile")(sys.argv[2], None, "cpu", 1, 512, options)
 runtime.load()
-pair = ("Is the sky blue?", "Yes, on a clear day.")
+pair = tuple(json.loads(sys.argv[4]))
 runtime.score([pair])
 with profile(activities=[ProfilerActivity.CPU]) as prof:
     score = runtime.score([pair])[0]
@@ -126,7 +127,7 @@ print(json.dumps({"kernels": names, "score": score, "describe": runtime.describe
 """
 
 
-def compiled_linear_kernels(tiny_model, tmp_path, **options) -> dict:
+def compiled_linear_kernels(tiny_model, tmp_path, pair, **options) -> dict:
     out = subprocess.run(
         [
             sys.executable,
@@ -135,6 +136,7 @@ def compiled_linear_kernels(tiny_model, tmp_path, **options) -> dict:
             str(ROOT / "workflow"),
             str(tiny_model["model"]),
             json.dumps(options | {"cache_root": str(tmp_path)}),
+            json.dumps(pair),
         ],
         capture_output=True,
         text=True,
@@ -144,19 +146,22 @@ def compiled_linear_kernels(tiny_model, tmp_path, **options) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_torch_compile_with_freezing_scores_like_the_reference(tiny_model, reference, tmp_path):
+def test_torch_compile_with_freezing_says_so_and_refuses_prepack_off_alone(tiny_model, tmp_path):
     runtime = engine(tiny_model, "torch_compile", freezing="on", cache_root=str(tmp_path))
-    assert np.allclose(runtime.score(pairs(tiny_model)[:3]), reference[:3], atol=1e-4)
     assert runtime.describe()["freezing"] == "on" and "freezing-on" in runtime.describe()["cache_dir"]
     with pytest.raises(ValueError, match="prepack off changes what freezing does; give it with freezing on"):
         engine(tiny_model, "torch_compile", prepack="off", cache_root=str(tmp_path))
 
 
-def test_freezing_packs_the_linear_weights_unless_prepack_is_off(tiny_model, tmp_path):
-    packed = compiled_linear_kernels(tiny_model, tmp_path, freezing="on")
-    unpacked = compiled_linear_kernels(tiny_model, tmp_path, freezing="on", prepack="off")
+def test_freezing_packs_the_linear_weights_unless_prepack_is_off_and_scores_alike(
+    tiny_model, reference, tmp_path
+):
+    pair = pairs(tiny_model)[0]
+    packed = compiled_linear_kernels(tiny_model, tmp_path, pair, freezing="on")
+    unpacked = compiled_linear_kernels(tiny_model, tmp_path, pair, freezing="on", prepack="off")
     assert set(packed["kernels"]) & PACKED_LINEAR, packed["kernels"]  # oneDNN's or MKL's packed products
     assert unpacked["kernels"] and not set(unpacked["kernels"]) & PACKED_LINEAR, unpacked["kernels"]
+    assert packed["score"] == pytest.approx(reference[0], abs=1e-4)  # frozen, as eager scores it
     assert unpacked["score"] == pytest.approx(packed["score"], abs=1e-4)
     assert unpacked["describe"]["prepack"] == "off" and unpacked["describe"]["cache_dir"].endswith(
         "-prepack-off"

@@ -20,6 +20,7 @@ from rmbench.sequential import (
 from rmbench.tables import design_verdicts
 
 MIN, CAP, STEP, ALPHA, MARGIN = 3, 15, 3, 0.05, 0.03
+LEVELS = look_levels(look_counts(MIN, CAP, STEP), ALPHA)  # the default profile's looks
 
 
 def test_looks_run_from_the_minimum_to_the_cap():
@@ -48,9 +49,8 @@ def test_an_early_look_on_two_noisy_pairs_is_undecided_not_an_overflow():
 def run_sequentially(rng, ratio: float, cv: float, drift: float) -> tuple[str, int]:
     """One simulated block: launches of a candidate and a baseline, round by round, each round
     moved by the machine's drift (shared by both sides of a round), until decided or capped."""
-    levels = look_levels(look_counts(MIN, CAP, STEP), ALPHA)
     rounds = []
-    for level, count in zip(levels, look_counts(MIN, CAP, STEP)):
+    for level, count in zip(LEVELS, look_counts(MIN, CAP, STEP)):
         while len(rounds) < count:
             shift = 1 + rng.normal(0, drift)
             rounds.append(
