@@ -20,7 +20,6 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 from scipy import special
-from scipy import stats as sps
 
 from .errors import MixedHostsError
 from .provenance import host_cell, launch_hosts
@@ -95,6 +94,8 @@ def welch_p(a, b) -> float:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) < 2 or len(b) < 2:
         return math.nan
+    from scipy import stats as sps  # here: a second to import, and most jobs that read this module never test
+
     return float(sps.ttest_ind(a, b, equal_var=False).pvalue)
 
 
@@ -239,6 +240,8 @@ def agreement_interval(agreeing: int, pairs: int, confidence: float = CONFIDENCE
     [0, 1]): what the fidelity gate's sample can tell. 60 of 60 bounds it below at 94%."""
     if pairs <= 0:
         return math.nan, math.nan
+    from scipy import stats as sps
+
     found = sps.binomtest(int(agreeing), int(pairs)).proportion_ci(confidence, method="exact")
     return float(found.low), float(found.high)
 
@@ -276,6 +279,8 @@ def order_trend_p(values, order) -> float:
     keep = ~np.isnan(o)
     if keep.sum() < 3 or np.unique(x[keep]).size < 2:
         return math.nan
+    from scipy import stats as sps
+
     return float(sps.kendalltau(x[keep], o[keep]).pvalue)
 
 
