@@ -209,19 +209,20 @@ def test_the_padding_bound_of_each_verdict():
     assert missing.statement == verdicts.statement[0]
 
 
-@pytest.mark.parametrize(("dynamic", "timed_compiles"), [("false", 2), ("true", 0)])
+@pytest.mark.parametrize(("dynamic", "timed_compiles"), [("false", 1), ("true", 0)])
 def test_torch_compile_batches_say_which_compiled_while_timed(
     tiny_model, rows, reference, tmp_path, dynamic, timed_compiles
 ):
-    """Batches of 4, 4 and 2 rows after one warm-up batch (the first again): static shapes compile
-    for each new one inside the timed region, dynamic ones once, in the warm-up."""
+    """Batches of 4 and 2 rows after one warm-up batch (the first again): static shapes compile
+    for the new one inside the timed region, dynamic ones once, in the warm-up. Six rows: each
+    compile of the tiny model costs 10-20 s on 2 cores."""
     record = batching_launch(
-        tiny_model, rows, reference, "torch_compile", batching="length_aware", batch=4,
+        tiny_model, rows[:6], reference[:6], "torch_compile", batching="length_aware", batch=4,
         dynamic=dynamic, cache="warm", cache_root=str(tmp_path),
     )  # fmt: skip
     assert record["status"] == "ok", record["reason"]
     m = record["metrics"]
-    assert [len(b) for b in m["batches"]] == [4, 4, 2]
+    assert [len(b) for b in m["batches"]] == [4, 2]
     assert len(m["batch_compiled"]) == m["n_batches"] and m["batch_compiled"][0] == 0
     assert m["timed_compiles"] == sum(m["batch_compiled"]) == timed_compiles
     assert m["compiles"] == timed_compiles + 1
