@@ -109,6 +109,14 @@ def test_a_model_deeper_than_its_family_is_refused():
     check_models({"models": {"q": {"architecture": "qwen3-0.6b", "layers": 28}}})
 
 
+def test_a_stand_in_is_read_as_a_local_folder_from_where_its_rule_writes_it():
+    stand_in = {"architecture": "llama-3.1-8b", "source": "local", "stand_in": True}
+    check_models({"models": {"l": stand_in | {"local_path": "results/stand-in/l"}}})
+    for wrong in ({"local_path": "mine/l"}, {"source": "synthetic", "local_path": "results/stand-in/l"}):
+        with pytest.raises(ModelSourceError, match="models.l.stand_in: the pipeline writes the folder"):
+            check_models({"models": {"l": stand_in | wrong}})
+
+
 def test_every_declared_family_is_complete_and_the_schema_offers_exactly_them():
     for name in FAMILIES:
         assert set(family(name)) == set(FAMILY_KEYS) | {"name"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import needs, profile_cells, snakemake
+from conftest import needs, profile_cells, profile_config, snakemake
 from rmbench.cells import parse_params
 from rmbench.operators import MATRIX_OPS, SESSION_RUN, SUMMARY_ROWS, WHOLE_CALL
 from rmbench.paper import quoted_keys, text_files
@@ -157,6 +157,23 @@ def test_gpu_cells_are_recorded_as_skipped_without_a_gpu(smoke_run):
         assert record["provenance"]["device_name"] == "no CUDA device"
 
 
+def test_a_users_own_folder_goes_through_source_local(smoke_run):
+    """The smoke profile's stand-in Llama-3.1 folder, saved as a trainer saves one, is read back
+    as `source: local` reads any folder: its own tokenizer and chat template, scored natively."""
+    from rmbench.families import FAMILY_FILE, family_of_folder
+    from rmbench.models import load_tokenizer
+
+    folder, model = smoke_run / "results/stand-in/llama3", smoke_run / "results/models/llama3"
+    assert not (folder / FAMILY_FILE).exists()  # a user's folder names no rmbench family
+    assert family_of_folder(model)["name"] == "llama-3.1-8b"
+    template = load_tokenizer(model).chat_template
+    assert template == load_tokenizer(folder).chat_template and "Cutting Knowledge Date" in template
+    launches = pd.read_csv(smoke_run / "results/tables/zerocopy/launches.csv")
+    llama = launches[launches.model == "llama3"]
+    assert len(llama) == len(profile_cells("zerocopy", model="llama3")) > 0
+    assert (llama.status == "ok").all() and (llama.runtime == "native").all()
+
+
 def test_every_study_has_its_table(smoke_run):
     tokenizer = pd.read_csv(smoke_run / "paper/tables/tokenizer.csv")
     assert (
@@ -168,6 +185,7 @@ def test_every_study_has_its_table(smoke_run):
     assert (tokenizer.first_pass_us > 0).all()  # the first pass, word caches cold
     zerocopy = pd.read_csv(smoke_run / "paper/tables/zerocopy.csv")
     assert set(zerocopy.variant) == {"zero_copy~on+prealloc~on", "zero_copy~off+prealloc~off"}
+    assert set(zerocopy.model) == set(profile_config()["studies"]["zerocopy"]["models"])
     language = pd.read_csv(smoke_run / "paper/tables/language.csv")
     assert set(language.model) == {"deberta", "electra", "qwen3"} and (language.native > 0).all()
     # the equivalence test's 90% interval holds the point difference

@@ -339,10 +339,21 @@ def write_family(folder: str | Path, name: str) -> None:
     Path(folder, FAMILY_FILE).write_text(json.dumps({"family": name}) + "\n")
 
 
+# Where a stand-in model's folder is written (models.<name>.stand_in; rule stand_in_model).
+STAND_IN_PATH = "results/stand-in/{model}"
+
+
 def check_models(config: dict) -> None:
-    """Stops with a clear message where a model asks its family for more layers than it has."""
+    """Stops with a clear message where a model asks its family for more layers than it has, or
+    a stand-in is not a local model read from the folder its rule writes."""
     for name, cfg in config["models"].items():
         declared = family(cfg["architecture"])
         most = declared["config"]["num_hidden_layers"]
         if cfg.get("layers", 0) > most:
             raise ModelSourceError(f"models.{name}.layers is {cfg['layers']}: {declared['name']} has {most}")
+        folder = STAND_IN_PATH.format(model=name)
+        if cfg.get("stand_in") and (cfg["source"] != "local" or cfg.get("local_path") != folder):
+            raise ModelSourceError(
+                f"models.{name}.stand_in: the pipeline writes the folder {folder}; give the model "
+                f"source: local and local_path: {folder}"
+            )

@@ -8,7 +8,7 @@ what any cell of any config needs without Snakemake.
 from __future__ import annotations
 
 from .cells import gated_params, parse_params, precision, runtime_options, study_config
-from .families import model_family, resolved_export
+from .families import STAND_IN_PATH, model_family, resolved_export
 from .onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS, OPTIMIZER_SUFFIX, device_export, onnx_file
 from .runtimes import family_reason, native_engine_needed, runtime_class
 
@@ -127,12 +127,21 @@ def timed_cell_inputs(config: dict, job: dict) -> dict:
     return inputs
 
 
-def tokenizer_inputs(config: dict, model: str) -> dict:
-    """The SentencePiece model a synthetic model of a SentencePiece family trains first."""
-    synthetic = config["models"][model]["source"] == "synthetic"
-    if synthetic and model_family(config, model)["tokenizer"] == "sentencepiece":
+def synthetic_inputs(config: dict, model: str) -> dict:
+    """What a model built here (synthetic, or a stand-in's folder) needs first: the SentencePiece
+    model a SentencePiece family trains."""
+    if model_family(config, model)["tokenizer"] == "sentencepiece":
         return {"spm": f"results/tokenizers/spm/{model}.model"}
     return {}
+
+
+def tokenizer_inputs(config: dict, model: str) -> dict:
+    """A model's tokenizer rule waits for a synthetic model's SentencePiece model, or for the
+    folder a stand-in's rule writes; a hub or a user's local model needs nothing built."""
+    cfg = config["models"][model]
+    if cfg.get("stand_in"):
+        return {"folder": STAND_IN_PATH.format(model=model)}
+    return synthetic_inputs(config, model) if cfg["source"] == "synthetic" else {}
 
 
 def decomposition_inputs(config: dict, cells: list[dict], studies: set[str]) -> dict:

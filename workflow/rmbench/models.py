@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import ModelSourceError
-from .families import family, family_of_class, family_of_folder, write_family
+from .families import FAMILY_FILE, family, family_of_class, family_of_folder, write_family
 from .wheels import wheel_file
 
 # DeBERTa-v3's special tokens and their ids.
@@ -334,6 +334,17 @@ def build_model(model_cfg: dict, tokenizer_dir: Path, out_dir: Path) -> None:
     model.save_pretrained(out_dir, safe_serialization=True)
     for f in Path(tokenizer_dir).iterdir():
         shutil.copy(f, out_dir / f.name)
+
+
+def build_stand_in(model_cfg: dict, out_dir: Path, spm_model: Path | None = None) -> None:
+    """A stand-in for a user's own model folder (models.<name>.stand_in): a synthetic model of
+    the entry's shape with its family's real tokenizer and template, saved with save_pretrained
+    as a trainer saves one. It names no rmbench family: `source: local` reads it as any folder."""
+    synthetic = model_cfg | {"source": "synthetic"}
+    with tempfile.TemporaryDirectory() as tmp:
+        build_tokenizer(synthetic, Path(tmp), spm_model)
+        Path(tmp, FAMILY_FILE).unlink()
+        build_model(synthetic, Path(tmp), out_dir)
 
 
 def load_model(folder: str | Path, device: str = "cpu"):

@@ -283,6 +283,10 @@ def tokenizer_inputs(wildcards):
     return inputs.tokenizer_inputs(config, wildcards.model)
 
 
+def stand_in_inputs(wildcards):
+    return inputs.synthetic_inputs(config, wildcards.model)
+
+
 def matmul_parts(wildcards):
     """The model family's MatMul parts by node name (what an int8 group quantizes)."""
     return family(model_cfg(wildcards.model)["architecture"])["matmul_parts"]

@@ -16,6 +16,26 @@ rule train_sentencepiece:
         "../scripts/train_sentencepiece.py"
 
 
+# A stand-in for a user's own model folder (models.<name>.stand_in), which the model's tokenizer
+# and model rules then read as `source: local` reads any folder.
+rule stand_in_model:
+    input:
+        unpack(stand_in_inputs),
+    output:
+        directory("results/stand-in/{model}"),
+    log:
+        "results/logs/models/stand-in_{model}.log",
+    priority: SETUP_PRIORITY
+    conda:
+        "../../envs/bench.yaml"
+    resources:
+        mem_mb=8000,
+    params:
+        model=lambda wildcards: model_cfg(wildcards.model),
+    script:
+        "../scripts/build_stand_in.py"
+
+
 rule tokenizer:
     input:
         unpack(tokenizer_inputs),
