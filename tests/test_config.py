@@ -30,13 +30,13 @@ def test_default_config_is_valid_and_defaults_are_filled(config):
     assert config["models"]["deberta"]["seed"] == 1
 
 
-@pytest.mark.parametrize("profile", ["smoke", "extended", "paper-arch", "paper", "language"])
+@pytest.mark.parametrize("profile", ["smoke", "extended", "full-depth", "hub", "language"])
 def test_profile_overlays_are_valid(profile):
     """Each overlay the profile names (smoke: the extended tier's, then its own), in order."""
     options = yaml.safe_load((ROOT / f"workflow/profiles/{profile}/config.yaml").read_text())
     assert options["configfiles"][-1] == f"workflow/profiles/{profile}/experiment.yaml"
     config = profile_config(profile)
-    assert config["tier"] == ("paper" if profile.startswith("paper") else "extended")
+    assert config["tier"] == ("paper" if profile in ("full-depth", "hub") else "extended")
 
 
 def test_an_overlay_removes_a_runtime_its_base_lists_by_setting_it_to_null():

@@ -24,6 +24,12 @@ def test_the_readme_quotes_no_speed_up_or_time_outside_its_generated_blocks():
     assert not figures, figures
 
 
+def test_the_readme_stays_short():
+    """A newcomer reads it in minutes: at most 200 lines and 1,500 words; the rest is in docs/."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 200 and len(text.split()) <= 1500
+
+
 def test_a_figure_changed_by_hand_is_found(tmp_path):
     for name in DOCS:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

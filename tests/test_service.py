@@ -5,17 +5,21 @@ no request lost, and an API key off loopback."""
 
 import contextlib
 import json
+import os
 import select
 import socket
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 import requests
-from conftest import loaded_runtime
+from conftest import loaded_runtime, needs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rmbench.export import reference_scores
@@ -322,3 +326,15 @@ def test_an_encoder_gets_no_templated_trainer_bodies(tiny_model):
         reason = runtime_class(runtime).family_reason(declared, {"body": "verl"})
         assert "has no chat template: verl's bodies are templated with it" in reason
         assert runtime_class(runtime).family_reason(declared, {"body": "hh"}) is None
+
+
+def test_the_service_starts_by_its_own_name_without_pythonpath(tmp_path):
+    """Setup installs rmbench into the venv (editable): `rmbench-serve` runs from any folder."""
+    command = Path(sys.executable).parent / "rmbench-serve"
+    needs(command.exists(), "rmbench is not installed in this venv: bash envs/setup.sh installs it")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    shown = subprocess.run(
+        [command, "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=120
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("usage: rmbench-serve") and "--runtime" in shown.stdout

@@ -6,9 +6,9 @@ run.json (commit, date, host, wall times). `record` makes one from a finished ru
 block names. `write --check` changes nothing and fails where a block differs
 (tests/test_readme.py runs it). From the repository root:
 
-    PYTHONPATH=workflow python -m rmbench.readme record docs/runlog/runs/NAME --run PATH \\
+    rmbench-readme record docs/runlog/runs/NAME --run PATH \\
         --timing "bash envs/setup.sh=73" --timing "snakemake --cores 1 all=2750"
-    PYTHONPATH=workflow python -m rmbench.readme write
+    rmbench-readme write
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def record(folder: Path, run: Path, timings: list[str], headline_set: str, basel
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rmbench.readme", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="rmbench-readme", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     keep = commands.add_parser("record", help="keep a finished run's tables and wall times")
     keep.add_argument("folder", type=Path, help="docs/runlog/runs/NAME")

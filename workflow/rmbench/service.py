@@ -2,7 +2,7 @@
 
 Run it by hand with any runtime, e.g.
 
-    python -m rmbench.service --runtime ort_python --model-dir results/models/deberta --port 5000
+    rmbench-serve --runtime ort_python --model-dir results/models/deberta --port 5000
 
 POST /score and POST /get_reward (OpenRLHF's remote reward protocol: point its --remote_rm_url at
 http://HOST:PORT/get_reward) take the bodies rmbench.protocol declares. GET /health answers once
@@ -309,7 +309,7 @@ def exit_with_parent(parent_pid: int, interval_s: float = 1.0) -> None:
 
 def parse_args(argv=None) -> argparse.Namespace:
     defaults = Limits()
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="rmbench-serve", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--runtime", default="hf_eager", help="the runtime the service wraps")
     parser.add_argument("--device", default="cpu")
