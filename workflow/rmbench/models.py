@@ -343,8 +343,8 @@ def build_stand_in(model_cfg: dict, out_dir: Path, spm_model: Path | None = None
     synthetic = model_cfg | {"source": "synthetic"}
     with tempfile.TemporaryDirectory() as tmp:
         build_tokenizer(synthetic, Path(tmp), spm_model)
-        Path(tmp, FAMILY_FILE).unlink()
         build_model(synthetic, Path(tmp), out_dir)
+    Path(out_dir, FAMILY_FILE).unlink()
 
 
 def load_model(folder: str | Path, device: str = "cpu"):
