@@ -94,7 +94,7 @@ def welch_p(a, b) -> float:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) < 2 or len(b) < 2:
         return math.nan
-    from scipy import stats as sps  # here: a second to import, and most jobs that read this module never test
+    from scipy import stats as sps  # imported here: 0.8 s, and most jobs importing this module test nothing
 
     return float(sps.ttest_ind(a, b, equal_var=False).pvalue)
 
