@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # the tests start, nor a /tmp/mat-debug-<pid>.log each.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 sys.path.insert(0, str(ROOT / "workflow"))
-from rmbench import inputs
+from rmbench.plan import inputs
 
 # Property tests draw the same examples every run (seeded from each test), so a failure found in
 # CI reproduces on a developer's machine.
@@ -76,7 +76,7 @@ def profile_config(profile: str = "smoke") -> dict:
     """The config a profile runs: config.yaml with each overlay the profile names merged on top,
     checked and with defaults filled as the pipeline does (workflow/rules/common.smk)."""
     import yaml
-    from rmbench.cells import drop_removed_runtimes
+    from rmbench.plan.cells import drop_removed_runtimes
     from snakemake.utils import update_config, validate
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
@@ -91,7 +91,7 @@ def profile_config(profile: str = "smoke") -> dict:
 def profile_cells(study: str, profile: str = "smoke", **where) -> list[dict]:
     """The profile's cell launches of one study (up to each cap) whose keys have the given values,
     e.g. profile_cells("latency", device="cpu"); `set` matches the cell's sample set."""
-    from rmbench.cells import cell_table, parse_params
+    from rmbench.plan.cells import cell_table, parse_params
 
     def matches(cell):
         fields = cell | {"set": parse_params(cell["params"])["set"]}
@@ -127,7 +127,7 @@ def snakemake(
 ):
     """Snakemake in `workdir` with a profile (the smoke one by default), as a user runs it. In a
     process group of its own, so that a co-location test pinning the tests' process (and its
-    group) to one core leaves it alone (rmbench.colocation.pin_tree)."""
+    group) to one core leaves it alone (rmbench.studies.colocation.pin_tree)."""
     cmd = [sys.executable, *entry, "--workflow-profile", f"workflow/profiles/{profile}"]
     cmd += ["--cores", str(cores), *args] if cores else list(args)
     return subprocess.run(
@@ -300,7 +300,7 @@ def followed(request, smoke_pipeline, smoke_run):
 @functools.cache
 def _default_split() -> tuple[dict, ...]:
     import yaml
-    from rmbench.synthetic import generate_split
+    from rmbench.models.synthetic import generate_split
 
     data = yaml.safe_load((ROOT / "config.yaml").read_text())["data"]
     return tuple(generate_split(data["synthetic_seed"], data["synthetic_rows"]))
@@ -316,7 +316,7 @@ def sample_set_pairs() -> list[tuple[str, str]]:
     """(prompt, response) of every row of the default config's sample sets, as the sample_set
     rule draws them."""
     import yaml
-    from rmbench.data import sample_rows
+    from rmbench.models.data import sample_rows
 
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     pairs = []
@@ -354,10 +354,10 @@ def tie_pairs(count: int = 300, seed: int = 37) -> list[tuple[str, str]]:
 def tiny_reward_model(root: Path, cfg: dict, row_prefix: str) -> dict:
     """A tiny synthetic reward model folder built as the pipeline builds one, with its ONNX export
     and 10 generated rows."""
-    from rmbench.data import sample_rows
-    from rmbench.export import export_onnx
-    from rmbench.models import build_model, build_tokenizer
-    from rmbench.synthetic import generate_split
+    from rmbench.export.onnx import export_onnx
+    from rmbench.models.build import build_model, build_tokenizer
+    from rmbench.models.data import sample_rows
+    from rmbench.models.synthetic import generate_split
 
     build_tokenizer(cfg, root / "tokenizer")
     build_model(cfg, root / "tokenizer", root / "model")
@@ -399,8 +399,8 @@ def binary(smoke_pipeline) -> Path:
 def tokenizers(tmp_path_factory, tiny_model):
     """The two tokenizer kinds as the pipeline builds them: WordPiece (ELECTRA) and a trained
     SentencePiece (DeBERTa-v3)."""
-    from rmbench.models import build_tokenizer, train_sentencepiece
-    from rmbench.synthetic import generate_split
+    from rmbench.models.build import build_tokenizer, train_sentencepiece
+    from rmbench.models.synthetic import generate_split
 
     root = tmp_path_factory.mktemp("tokenizers")
     lines = [t for d in generate_split(17, 600) for t in d["chosen"].split("\n\n") if t]
@@ -418,8 +418,8 @@ def config_deberta_tokenizers(tmp_path_factory):
     """DeBERTa's tokenizer as the default config and the smoke profile train it (the schema's
     defaults filled in), with the functions the pipeline's tokenizer rules call."""
     import yaml
-    from rmbench.english import tokenizer_corpus
-    from rmbench.models import build_tokenizer, train_sentencepiece
+    from rmbench.models.build import build_tokenizer, train_sentencepiece
+    from rmbench.models.english import tokenizer_corpus
     from snakemake.utils import validate
 
     root = tmp_path_factory.mktemp("config-tokenizers")

@@ -5,11 +5,11 @@ import math
 import random
 
 import pytest
-from rmbench.batching import batch_plan, make_batches, padding_waste
-from rmbench.export import reference_scores
-from rmbench.launch import run_launch
-from rmbench.models import count_tokens, encode, load_tokenizer
-from rmbench.tables import variant_label, verdict_list, with_padding_bound
+from rmbench.export.onnx import reference_scores
+from rmbench.models.build import count_tokens, encode, load_tokenizer
+from rmbench.report.tables import variant_label, verdict_list, with_padding_bound
+from rmbench.runtimes.batching import batch_plan, make_batches, padding_waste
+from rmbench.studies.launch import run_launch
 
 SETTINGS = {"threads": 1, "warmup_rows": 1, "timeout_s": 600, "max_length": 512, "tolerance": 1e-4}
 
@@ -160,7 +160,7 @@ def test_padding_to_max_length_pads_every_row_and_keeps_the_scores(tiny_model, r
 
 def test_a_chat_model_does_not_pad_to_max_length(tiny_decoder):
     """Its rows are kept whole up to its context (models.row_limit): that is what it would pad to."""
-    from rmbench.families import family_of_folder
+    from rmbench.models.families import family_of_folder
     from rmbench.runtimes import runtime_class
 
     declared = family_of_folder(tiny_decoder["model"])

@@ -7,9 +7,9 @@ import unicodedata
 import pytest
 import yaml
 from conftest import ADVERSARIAL, ROOT, default_split
-from rmbench.byte_bpe import VOCABULARIES, read_ranks, tiktoken_encoding
-from rmbench.data import sample_rows
-from rmbench.models import chat_texts, load_tokenizer
+from rmbench.models.build import chat_texts, load_tokenizer
+from rmbench.models.byte_bpe import VOCABULARIES, read_ranks, tiktoken_encoding
+from rmbench.models.data import sample_rows
 
 # Where byte-level BPEs go wrong: scripts without spaces, joiners, marks that NFC composes,
 # right-to-left text, CR/LF and tabs, digit runs (one digit a token), contractions in every case.

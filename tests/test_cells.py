@@ -5,7 +5,8 @@ import itertools
 import pytest
 import yaml
 from conftest import ROOT
-from rmbench.cells import (
+from rmbench.export.onnx import reference_scores
+from rmbench.plan.cells import (
     cell_table,
     comparison_block,
     format_params,
@@ -13,8 +14,7 @@ from rmbench.cells import (
     parse_params,
     study_cells,
 )
-from rmbench.export import reference_scores
-from rmbench.launch import LaunchTimeout, is_oom, run_launch, time_limit
+from rmbench.studies.launch import LaunchTimeout, is_oom, run_launch, time_limit
 
 SETTINGS = {"threads": 1, "warmup_rows": 1, "timeout_s": 600, "max_length": 512, "tolerance": 1e-4}
 
@@ -218,7 +218,7 @@ def test_a_probed_launch_records_the_ceiling_of_its_own_process(tiny_model, refe
     import copy
 
     import numpy as np
-    from rmbench.models import count_tokens, load_tokenizer
+    from rmbench.models.build import count_tokens, load_tokenizer
 
     rows = copy.deepcopy(tiny_model["rows"])
     count_tokens(rows, {"tiny": load_tokenizer(tiny_model["model"])})  # what sample sets carry
@@ -262,7 +262,7 @@ def test_openvino_records_its_settings_and_refuses_what_it_cannot_run(tiny_model
     assert (
         record["runtime"]["inference_precision"] == "f32" and record["runtime"]["inference_num_threads"] == 1
     )
-    from rmbench.provenance import package_versions
+    from rmbench.probes.provenance import package_versions
 
     assert package_versions()["openvino"]  # every record's provenance names its version
     assert launch(tiny_model, reference, "openvino", device="cuda")["status"] == "skipped"

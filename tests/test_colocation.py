@@ -7,10 +7,10 @@ import sys
 
 import pytest
 from conftest import ROOT
-from rmbench.colocation import core_split, pin_tree, run_generator, split_threads
-from rmbench.export import reference_scores
-from rmbench.generator import build_generator
-from rmbench.launch import run_launch
+from rmbench.export.onnx import reference_scores
+from rmbench.models.generator import build_generator
+from rmbench.studies.colocation import core_split, pin_tree, run_generator, split_threads
+from rmbench.studies.launch import run_launch
 
 GENERATOR = {
     "tokenizer": "tiny",
@@ -97,7 +97,7 @@ def test_the_generator_names_what_is_missing(tmp_path):
     prompts = tmp_path / "p.json"
     prompts.write_text('["hi"]')
     run = subprocess.run(
-        [sys.executable, "-m", "rmbench.generator", "--model-dir", str(tmp_path / "none")]
+        [sys.executable, "-m", "rmbench.models.generator", "--model-dir", str(tmp_path / "none")]
         + ["--prompts", str(prompts), "--new-tokens", "2"],
         check=False,
         capture_output=True,
@@ -113,7 +113,7 @@ def test_the_generator_names_what_is_missing(tmp_path):
 OPENVINO_THREADS = """
 import json, os, sys, threading
 from pathlib import Path
-from rmbench.colocation import pin_tree
+from rmbench.studies.colocation import pin_tree
 from rmbench.runtimes import runtime_class
 
 model, onnx, pinning = sys.argv[1:]

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from rmbench.batching import BatchCostModel, MicroBatcher, QueueFull
-from rmbench.concurrency import partitioned_threads, shard
-from rmbench.export import reference_scores
-from rmbench.launch import run_launch
-from rmbench.models import load_tokenizer
+from rmbench.export.onnx import reference_scores
+from rmbench.models.build import load_tokenizer
+from rmbench.report.tables import variant_label
+from rmbench.runtimes.batching import BatchCostModel, MicroBatcher, QueueFull
 from rmbench.runtimes.ort_python import OrtPythonRuntime
-from rmbench.service import Limits, create_app
-from rmbench.tables import variant_label
+from rmbench.service.app import Limits, create_app
+from rmbench.studies.concurrency import partitioned_threads, shard
+from rmbench.studies.launch import run_launch
 
 SETTINGS = {"threads": 2, "warmup_rows": 1, "timeout_s": 900, "max_length": 512, "tolerance": 1e-4}
 
@@ -245,7 +245,7 @@ def test_service_answers_503_when_its_queue_is_full(tiny_model, ort_runtime):
 
 
 def test_native_engine_waits_for_go(tiny_model, binary, tmp_path):
-    from rmbench.data import write_jsonl
+    from rmbench.models.data import write_jsonl
 
     rows = tmp_path / "rows.jsonl"
     write_jsonl(tiny_model["rows"][:2], rows)
@@ -261,8 +261,9 @@ def test_native_engine_waits_for_go(tiny_model, binary, tmp_path):
 
 def test_each_server_setting_is_compared_with_the_engines_at_its_concurrency():
     import pandas as pd
-    from rmbench.stats import Checks
-    from rmbench.tables import service_verdicts
+    from rmbench.report.tables import service_verdicts
+    from rmbench.runtimes import service_baselines
+    from rmbench.stats.across_launches import Checks
 
     def launches(runtime, variant, row_ms):
         base = {"model": "m", "device": "cpu", "set": "s", "status": "ok", "runtime": runtime}
@@ -275,7 +276,9 @@ def test_each_server_setting_is_compared_with_the_engines_at_its_concurrency():
         + launches("batching_server", "mode~shared+clients~8+adaptive~on", [101, 103, 99])
         + launches("batching_server", "mode~shared+clients~1", [90, 91, 89])  # no engine at c=1
     )
-    statements = sorted(service_verdicts(table, "row_ms", Checks(bootstrap=200)).statement)
+    statements = sorted(
+        service_verdicts(table, "row_ms", Checks(bootstrap=200), service_baselines()).statement
+    )
     assert statements == [
         "batching_server adaptive=on vs ort_python at shared c=8: 0.99x, CIs overlap",
         "batching_server max_batch=1 vs ort_python at shared c=8: 1.00x, CIs overlap",

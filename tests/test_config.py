@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import profile_config
-from rmbench.cells import check_references
 from rmbench.errors import RmbenchError
+from rmbench.plan.cells import check_references
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -40,7 +40,7 @@ def test_profile_overlays_are_valid(profile):
 
 
 def test_an_overlay_removes_a_runtime_its_base_lists_by_setting_it_to_null():
-    from rmbench.cells import drop_removed_runtimes
+    from rmbench.plan.cells import drop_removed_runtimes
 
     smoke = profile_config("smoke")
     assert "torch_compile" not in smoke["studies"]["decomposition"]["runtimes"]
@@ -87,8 +87,8 @@ def test_dry_run_with_a_bad_config_stops_with_the_key(tmp_path):
 
 
 def test_the_schema_offers_the_onnx_files_that_exist():
-    """The schema's enums repeat rmbench.onnx_files' names (YAML cannot import them)."""
-    from rmbench.onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS
+    """The schema's enums repeat rmbench.export.onnx_files' names (YAML cannot import them)."""
+    from rmbench.export.onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS
 
     schema = yaml.safe_load(Path(SCHEMA).read_text())
     assert tuple(schema["definitions"]["matmuls"]["enum"]) == MATMUL_GROUPS

@@ -1,9 +1,9 @@
 import json
 
 import pytest
-from rmbench.data import load_hub, load_local, load_set, read_jsonl, sample_rows, split_dialogue
 from rmbench.errors import DataSourceError
-from rmbench.synthetic import generate_split
+from rmbench.models.data import load_hub, load_local, load_set, read_jsonl, sample_rows, split_dialogue
+from rmbench.models.synthetic import generate_split
 
 DIALOGUE = "\n\nHuman: Hi there.\n\nAssistant: Hello!\n\nHuman: How do I boil an egg?\n\nAssistant: Put it in boiling water."
 
@@ -68,7 +68,7 @@ def test_sampling_is_seeded_without_replacement():
 
 
 def test_sample_set_roundtrip_and_bad_rows(tmp_path):
-    from rmbench.data import write_jsonl
+    from rmbench.models.data import write_jsonl
 
     rows = sample_rows(generate_split(3, 50), 5, 1, "s")
     write_jsonl(rows, tmp_path / "set.jsonl")

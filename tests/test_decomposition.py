@@ -10,16 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ROOT
-from rmbench.cells import check_references, step_name
-from rmbench.decomposition import POOLED_SET, fidelity_table, fp32_counterparts, gap_table
 from rmbench.errors import ModelSourceError, RmbenchError
-from rmbench.export import reference_scores
-from rmbench.families import family
-from rmbench.figures import decomposition_figure, gap_figure
-from rmbench.latex import batch_operator_latex, fidelity_latex
-from rmbench.models import reward_head
-from rmbench.operators import batch_operator_table, operator_profile, operator_profiles, operator_table
-from rmbench.precision import (
+from rmbench.export.onnx import reference_scores
+from rmbench.export.precision import (
     fidelity_report,
     loaded,
     matmul_nodes,
@@ -29,8 +22,15 @@ from rmbench.precision import (
     sweep_settings,
     timed_settings,
 )
+from rmbench.models.build import reward_head
+from rmbench.models.families import family
+from rmbench.plan.cells import check_references, step_name
+from rmbench.probes.operators import batch_operator_table, operator_profile, operator_profiles, operator_table
+from rmbench.report.figures import decomposition_figure, gap_figure
+from rmbench.report.latex import batch_operator_latex, fidelity_latex
+from rmbench.report.tables import launch_row
 from rmbench.runtimes import check_variants, runtime_class
-from rmbench.tables import launch_row
+from rmbench.studies.decomposition import POOLED_SET, fidelity_table, fp32_counterparts, gap_table
 
 
 @pytest.fixture(scope="module")
@@ -289,8 +289,8 @@ def test_sweep_settings_name_every_variant_over_the_quantization_default():
 
 
 def test_sweep_table_ranks_settings_and_marks_the_timed_one():
-    from rmbench.decomposition import sweep_table
-    from rmbench.latex import sweep_latex
+    from rmbench.report.latex import sweep_latex
+    from rmbench.studies.decomposition import sweep_table
 
     timed = {"weight_type": "qint8", "per_channel": False, "reduce_range": False, "matmuls": "all"}
     gate = {"pairs": 60, "flipped": 0, "mean_abs_delta": 0.1, "max_abs_delta": 0.3, "fp32_median_margin": 0.2}
@@ -532,8 +532,8 @@ def test_the_operator_profile_splits_ort_time_by_operator_type(tiny_model):
 
 
 def test_the_ceiling_profile_times_a_launchs_rows_between_two_probes(tiny_model):
-    from rmbench.models import load_tokenizer, token_ids
-    from rmbench.roofline import ceiling_gap_parts, ceiling_profile, reached_share
+    from rmbench.models.build import load_tokenizer, token_ids
+    from rmbench.probes.roofline import ceiling_gap_parts, ceiling_profile, reached_share
 
     tokenizer = load_tokenizer(tiny_model["model"])
     rows = [
@@ -628,7 +628,7 @@ def test_pytorch_batch_operators_with_the_work_of_the_weight_products_by_hand():
 
 def test_pytorch_operator_profiles_of_a_real_model(tiny_model):
     """torch.profiler on eager PyTorch: each row alone and as 3 copies, per row scored."""
-    from rmbench.torch_operators import operator_name, torch_operator_profiles
+    from rmbench.probes.torch_operators import operator_name, torch_operator_profiles
 
     runtime = runtime_class("hf_eager")(tiny_model["model"], None, "cpu", 1, 512)
     runtime.load()
@@ -770,7 +770,7 @@ def test_the_pooled_gate_counts_each_distinct_pair_once():
 
 
 def test_transformers_optimizer_fuses_and_keeps_scores(tiny_model, reference, tmp_path, binary):
-    from rmbench.export import optimize_for_transformers, parity_failure, parity_report
+    from rmbench.export.onnx import optimize_for_transformers, parity_failure, parity_report
 
     fused_onnx = tmp_path / "model.opt.onnx"
     fused = optimize_for_transformers(tiny_model["onnx"], fused_onnx, tiny_model["model"])
@@ -791,7 +791,7 @@ def test_transformers_optimizer_fuses_and_keeps_scores(tiny_model, reference, tm
 
 
 def test_a_launch_of_an_export_that_failed_its_gate_is_a_mismatch_not_timed(tiny_model, reference):
-    from rmbench.launch import run_launch
+    from rmbench.studies.launch import run_launch
 
     gate = {"onnx": "model.opt.onnx", "model_dir": "m", "passed": False, "tolerance": 1e-4}
     gate |= {"max_abs_err_single": 0.5, "max_abs_err_batched": 6.75, "batch_size": 8, "worst_row": "r1"}
@@ -826,7 +826,7 @@ def test_the_latency_tables_name_a_runtime_with_its_own_export_as_a_runtime_of_i
 
 
 def test_onnx_file_per_variant_and_the_combination_not_built():
-    from rmbench.onnx_files import onnx_file
+    from rmbench.export.onnx_files import onnx_file
 
     assert onnx_file("m") == "results/onnx/m/model.onnx"
     assert onnx_file("m", "int8") == "results/onnx/m/model.int8.onnx"
@@ -850,8 +850,8 @@ def test_onnx_file_per_variant_and_the_combination_not_built():
 
 
 def test_the_thread_probe_times_each_setting_alone_and_batched(tiny_model):
-    from rmbench.latex import thread_latex
-    from rmbench.thread_probe import setting_name, thread_probe, thread_table
+    from rmbench.probes.thread_probe import setting_name, thread_probe, thread_table
+    from rmbench.report.latex import thread_latex
 
     settings = [
         {"intra_op_threads": 0, "execution": "sequential", "inter_op_threads": 1},
@@ -879,8 +879,8 @@ def test_the_thread_probe_times_each_setting_alone_and_batched(tiny_model):
 
 
 def test_the_thread_probe_numbers_for_the_paper():
-    from rmbench.paper import paper_numbers
-    from rmbench.thread_probe import thread_table
+    from rmbench.probes.thread_probe import thread_table
+    from rmbench.report.paper import paper_numbers
 
     def result(name, alone, batched):
         return {"name": name, "threads_used": 2, "batch": 8, "rows": 24} | {
@@ -904,7 +904,7 @@ def test_the_thread_probe_numbers_for_the_paper():
 
 
 def test_an_unknown_execution_mode_is_refused(tiny_model):
-    from rmbench.export import ort_session
+    from rmbench.export.onnx import ort_session
 
     with pytest.raises(ValueError, match="sequential, parallel"):
         ort_session(tiny_model["onnx"], 1, execution="concurrent")

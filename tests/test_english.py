@@ -7,9 +7,9 @@ import re
 import numpy as np
 import pytest
 from conftest import ROOT, default_split
-from rmbench.data import split_dialogue
-from rmbench.english import english_vocabulary, english_words, held_out_words
-from rmbench.models import load_tokenizer, wordpiece_vocab
+from rmbench.models.build import load_tokenizer, wordpiece_vocab
+from rmbench.models.data import split_dialogue
+from rmbench.models.english import english_vocabulary, english_words, held_out_words
 
 WORDS = 40000  # the schema's default spm_english_words
 

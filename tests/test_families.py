@@ -9,12 +9,26 @@ import pytest
 import yaml
 from conftest import ROOT, TINY
 from rmbench.errors import ModelSourceError
-from rmbench.export import export_onnx, parity_report, reference_scores
-from rmbench.families import FAMILIES, FAMILY_KEYS, check_models, family, family_of_folder, resolved_export
-from rmbench.flops import encoder_flops, layer_weight_shapes
-from rmbench.gemm_bench import layer_shapes
-from rmbench.models import build_model, build_tokenizer, chat_messages, encode, load_tokenizer, token_ids
-from rmbench.precision import matmul_nodes
+from rmbench.export.onnx import export_onnx, parity_report, reference_scores
+from rmbench.export.precision import matmul_nodes
+from rmbench.models.build import (
+    build_model,
+    build_tokenizer,
+    chat_messages,
+    encode,
+    load_tokenizer,
+    token_ids,
+)
+from rmbench.models.families import (
+    FAMILIES,
+    FAMILY_KEYS,
+    check_models,
+    family,
+    family_of_folder,
+    resolved_export,
+)
+from rmbench.probes.flops import encoder_flops, layer_weight_shapes
+from rmbench.probes.gemm import layer_shapes
 
 # A family none of the pipeline's code names: BERT with a one-logit head on its [CLS] token.
 TOY = {

@@ -2,7 +2,7 @@
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from rmbench import figures
+from rmbench.report import figures
 
 
 def drawn_figure(monkeypatch, draw, *args):

@@ -4,11 +4,8 @@ import math
 
 import pandas as pd
 import pytest
-from rmbench.findings import replication_lines
-from rmbench.flops import encoder_flops, relative_projection_flops, weight_gemm_flops
-from rmbench.latex import ceiling_gap_latex
-from rmbench.replication import replication_table
-from rmbench.roofline import (
+from rmbench.probes.flops import encoder_flops, relative_projection_flops, weight_gemm_flops
+from rmbench.probes.roofline import (
     AT_CEILING,
     MATRIX_BELOW,
     OUTSIDE_KERNELS,
@@ -16,6 +13,9 @@ from rmbench.roofline import (
     ceilings,
     roofline_table,
 )
+from rmbench.report.findings import replication_lines
+from rmbench.report.latex import ceiling_gap_latex
+from rmbench.stats.replication import replication_table
 
 # config.json values: the class names the family, whose feed-forward has two matrices
 BERT = {
@@ -51,7 +51,7 @@ def test_relative_projection_flops_once_per_call_by_hand():
 
 
 def test_a_batch_shares_the_relative_projections_and_nothing_else():
-    from rmbench.torch_operators import weight_gemm_work
+    from rmbench.probes.torch_operators import weight_gemm_work
 
     deberta = BERT | {"relative_attention": True, "position_buckets": 256, "share_att_key": True}
     per_row, shared = weight_gemm_flops(deberta, 10) / 1e9, relative_projection_flops(deberta) / 1e9
@@ -98,7 +98,7 @@ def test_a_flipped_verdict_is_flagged_with_who_disagreed():
 
 
 def test_a_replication_in_the_opposite_direction_contradicts_and_a_missed_difference_does_not():
-    from rmbench.replication import replication_outcome
+    from rmbench.stats.replication import replication_outcome
 
     assert replication_outcome("faster", ["faster", "faster"]) == "yes"
     assert replication_outcome("faster", ["faster", "not distinguishable"]) == "not confirmed"
@@ -203,9 +203,9 @@ def test_roofline_gives_the_in_launch_fraction_its_interval_where_launches_probe
 
 
 def test_gap_table_takes_the_in_launch_fraction_by_step():
-    from rmbench.decomposition import gap_table
-    from rmbench.latex import gap_latex
-    from rmbench.roofline import in_launch_fractions
+    from rmbench.probes.roofline import in_launch_fractions
+    from rmbench.report.latex import gap_latex
+    from rmbench.studies.decomposition import gap_table
 
     steps = ["hf_eager precision=fp32", "ort_python graph=all"]
     summary = pd.DataFrame(
@@ -236,7 +236,7 @@ def test_gap_table_takes_the_in_launch_fraction_by_step():
 
 @pytest.mark.parametrize("library", ["torch", "onnxruntime", "numpy"])
 def test_gemm_launch_times_every_layer_matmul(tiny_model, library):
-    from rmbench.gemm_bench import run_gemm_launch
+    from rmbench.probes.gemm import run_gemm_launch
 
     cell = {
         "study": "gemm",
@@ -271,10 +271,10 @@ def test_gemm_launch_times_every_layer_matmul(tiny_model, library):
 
 
 def test_study_tables_mark_a_verdict_that_did_not_reproduce():
-    from rmbench.latex import study_latex
-    from rmbench.stats import compare_latency, summarize
-    from rmbench.studies import STUDIES
-    from rmbench.tables import group_keys, study_table
+    from rmbench.plan.studies import STUDIES
+    from rmbench.report.latex import study_latex
+    from rmbench.report.tables import group_keys, study_table
+    from rmbench.stats.across_launches import compare_latency, summarize
 
     values = {  # row_ms per launch: naive b=8 clearly slower on main60, not on set150
         ("main60", "batching~none+batch~1"): [10.0, 10.2, 9.9],
@@ -309,9 +309,9 @@ AMX_HOST, AVX2_HOST = "Intel Xeon, AMX, 2 CPUs", "AMD EPYC, AVX2, 2 CPUs"
 
 
 def test_tables_from_probe_records_name_the_hosts_the_probes_ran_on():
-    from rmbench.latex import thread_latex
-    from rmbench.tables import with_record_hosts
-    from rmbench.thread_probe import thread_table
+    from rmbench.probes.thread_probe import thread_table
+    from rmbench.report.latex import thread_latex
+    from rmbench.report.tables import with_record_hosts
 
     result = {"name": "intra_all-sequential-inter_1", "threads_used": 2, "batch": 8, "rows": 4}
     result |= {"alone_ms_per_row": 10.0, "batched_ms_per_row": 9.0}
@@ -333,8 +333,8 @@ def test_tables_from_probe_records_name_the_hosts_the_probes_ran_on():
 
 
 def test_gate_tables_name_the_hosts_of_the_gates_and_of_the_launches_timed_against_them():
-    from rmbench.decomposition import fidelity_table, sweep_table
-    from rmbench.latex import fidelity_latex, sweep_latex
+    from rmbench.report.latex import fidelity_latex, sweep_latex
+    from rmbench.studies.decomposition import fidelity_table, sweep_table
 
     gate = {"pairs": 60, "flipped": 1, "mean_abs_delta": 0.1, "max_abs_delta": 0.3, "fp32_median_margin": 0.2}
     gate |= {"preference_agreement": 0.98, "passed": False, "min_agreement": 0.99, "model": "m"}
@@ -355,8 +355,8 @@ def test_gate_tables_name_the_hosts_of_the_gates_and_of_the_launches_timed_again
 
 
 def test_roofline_and_gap_tables_name_their_hosts():
-    from rmbench.decomposition import gap_table
-    from rmbench.latex import gap_latex
+    from rmbench.report.latex import gap_latex
+    from rmbench.studies.decomposition import gap_table
 
     launches = pd.DataFrame(
         {"model": ["m"] * 2, "runtime": ["native"] * 2, "set": ["main60"] * 2, "device": ["cpu"] * 2}
@@ -381,9 +381,9 @@ def test_roofline_and_gap_tables_name_their_hosts():
 def test_the_best_cpu_runtime_against_the_baseline_and_the_runner_up():
     """Three runtimes on two models: a clear winner on one, a tie at the top on the other; GPU
     cells and other sets do not compete."""
-    from rmbench.findings import best_runtime_lines
-    from rmbench.stats import compare_latency, summarize
-    from rmbench.tables import best_runtime_table
+    from rmbench.report.findings import best_runtime_lines
+    from rmbench.report.tables import best_runtime_table
+    from rmbench.stats.across_launches import compare_latency, summarize
 
     drift = [1.00, 1.10, 0.95, 1.05, 1.02]  # the machine's speed by round, shared by a round's cells
     means = {
@@ -432,8 +432,8 @@ def test_the_best_cpu_runtime_against_the_baseline_and_the_runner_up():
 
     # The launches probed the GEMM ceiling: the best runtime's mean share of it in its own
     # launches, on the headline set's CPU cells only; the LaTeX table gets a column for it.
-    from rmbench.latex import best_runtime_latex
-    from rmbench.roofline import in_launch_fractions
+    from rmbench.probes.roofline import in_launch_fractions
+    from rmbench.report.latex import best_runtime_latex
 
     launches["ceiling_gflops"] = 400.0
     launches["ceiling_tokens"] = 160
@@ -452,7 +452,7 @@ def test_the_best_cpu_runtime_against_the_baseline_and_the_runner_up():
 
 
 def test_a_cell_without_ok_launches_is_worded_as_such_not_as_the_baseline():
-    from rmbench.findings import latency_lines
+    from rmbench.report.findings import latency_lines
 
     common = {
         "model": "m",
@@ -483,10 +483,10 @@ def test_a_cell_without_ok_launches_is_worded_as_such_not_as_the_baseline():
 
 
 def test_a_runs_caveat_heads_every_caption_figure_title_and_findings_page(monkeypatch, tmp_path):
-    from rmbench.caveat import VARIABLE
-    from rmbench.figures import finish, panel_grid
-    from rmbench.findings import findings_markdown
-    from rmbench.latex import booktabs
+    from rmbench.report.caveat import VARIABLE
+    from rmbench.report.figures import finish, panel_grid
+    from rmbench.report.findings import findings_markdown
+    from rmbench.report.latex import booktabs
 
     def table() -> str:
         return booktabs("l", ["A"], [["1"]], r"Per-row latency, 95\% CI.", "tab:x")

@@ -8,7 +8,7 @@ from conftest import ROOT
 JOB = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from rmbench.glue import logged
+from rmbench.plan.glue import logged
 with logged(sys.argv[2]):
     print("inside the job")
 print("the look's line")

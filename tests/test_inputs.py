@@ -1,6 +1,6 @@
-"""Which files a job needs (rmbench.inputs, the rules' input functions), without Snakemake."""
+"""Which files a job needs (rmbench.plan.inputs, the rules' input functions), without Snakemake."""
 
-from rmbench import inputs
+from rmbench.plan import inputs
 from test_cells import tier_config
 
 CONFIG = tier_config(extended=True)

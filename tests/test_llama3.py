@@ -8,9 +8,9 @@ import re
 import numpy as np
 import pytest
 from conftest import ADVERSARIAL, TINY, sample_set_pairs, tiny_reward_model
-from rmbench.byte_bpe import LLAMA3_SPLIT, VOCABULARIES, read_ranks, tiktoken_encoding
-from rmbench.families import family
-from rmbench.models import build_tokenizer, chat_messages, chat_template, chat_texts, load_tokenizer
+from rmbench.models.build import build_tokenizer, chat_messages, chat_template, chat_texts, load_tokenizer
+from rmbench.models.byte_bpe import LLAMA3_SPLIT, VOCABULARIES, read_ranks, tiktoken_encoding
+from rmbench.models.families import family
 from test_byte_bpe import UNICODE
 
 LLAMA3 = VOCABULARIES["llama3"]
@@ -95,7 +95,7 @@ def toy_llama3(tmp_path_factory):
 
 
 def test_a_toy_llama3_reward_model_scores_alike_in_pytorch_and_onnx_runtime(toy_llama3):
-    from rmbench.models import encode, load_model
+    from rmbench.models.build import encode, load_model
     from rmbench.runtimes.ort_python import OrtPythonRuntime
 
     built = toy_llama3
@@ -159,7 +159,7 @@ def test_the_service_scores_llama3_texts_as_openrlhf_and_vllm_do(toy_llama3):
     stripped it or not; /get_reward scores the decoded query as it stands, a duplicate BOS dropped."""
     from fastapi.testclient import TestClient
     from rmbench.runtimes.hf_eager import HFEagerRuntime
-    from rmbench.service import create_app
+    from rmbench.service.app import create_app
     from test_trainer_bodies import PROMPT, exact_scores
 
     tokenizer = load_tokenizer(toy_llama3["model"])

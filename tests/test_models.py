@@ -7,15 +7,15 @@ import pytest
 import torch
 from conftest import TINY
 from rmbench.errors import ModelSourceError, ParityError
-from rmbench.export import check_parity, parity_report, reference_scores
-from rmbench.families import FAMILIES
-from rmbench.models import (
+from rmbench.export.onnx import check_parity, parity_report, reference_scores
+from rmbench.models.build import (
     build_tokenizer,
     load_model,
     load_tokenizer,
     synthetic_config,
     train_sentencepiece,
 )
+from rmbench.models.families import FAMILIES
 
 
 @pytest.mark.parametrize("arch", sorted(FAMILIES))
@@ -47,7 +47,7 @@ def test_synthetic_scores_spread_across_rows(tiny_model):
 
 
 def test_synthetic_model_is_seeded(tiny_model, tmp_path):
-    from rmbench.models import build_model
+    from rmbench.models.build import build_model
 
     build_model(tiny_model["cfg"], tiny_model["model"], tmp_path / "again")
     a, b = load_model(tiny_model["model"]), load_model(tmp_path / "again")
@@ -86,8 +86,8 @@ def test_parity_gate_refuses_constant_scores(tiny_model):
 
 
 def test_sentencepiece_tokenizer_has_debertas_special_ids_and_fast_matches_slow(tmp_path):
-    from rmbench.data import split_dialogue
-    from rmbench.synthetic import generate_split
+    from rmbench.models.data import split_dialogue
+    from rmbench.models.synthetic import generate_split
     from transformers import AutoTokenizer
 
     dialogues = generate_split(1, 300)

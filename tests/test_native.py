@@ -7,13 +7,13 @@ import subprocess
 import numpy as np
 import pytest
 from conftest import ADVERSARIAL, sample_set_pairs, tie_pairs
-from rmbench.batching import make_batches, padding_waste
-from rmbench.data import split_dialogue
-from rmbench.export import first_difference, reference_scores, token_mismatch
-from rmbench.families import write_family
-from rmbench.models import load_tokenizer
+from rmbench.export.onnx import first_difference, reference_scores, token_mismatch
+from rmbench.models.build import load_tokenizer
+from rmbench.models.data import split_dialogue
+from rmbench.models.families import write_family
+from rmbench.models.synthetic import generate_split
+from rmbench.runtimes.batching import make_batches, padding_waste
 from rmbench.runtimes.native import NativeError, NativeRuntime
-from rmbench.synthetic import generate_split
 
 
 def native_tokens(binary, folder, pairs, max_length=512, **options):

@@ -10,9 +10,9 @@ import subprocess
 import numpy as np
 import pytest
 from conftest import ADVERSARIAL, sample_set_pairs, tie_pairs
-from rmbench.chat_form import ChatFormError, compile_form, folder_renderer, mismatch
-from rmbench.export import reference_scores, token_mismatch
-from rmbench.models import chat_messages, load_tokenizer, token_ids
+from rmbench.export.onnx import reference_scores, token_mismatch
+from rmbench.models.build import chat_messages, load_tokenizer, token_ids
+from rmbench.models.chat_form import ChatFormError, compile_form, folder_renderer, mismatch
 from rmbench.runtimes import Unsupported
 from rmbench.runtimes.native import NativeRuntime
 from test_byte_bpe import UNICODE
@@ -96,8 +96,8 @@ def test_a_chat_row_is_cut_from_the_end_past_its_models_context_only(binary, tin
 def test_a_decoder_launch_counts_no_cut_row_and_an_encoder_launch_its_cut_ones(tiny_model, tiny_decoder):
     """The launch metric rows_cut: rows that lost tokens to the limit (a pair's 512, a chat
     row's context)."""
-    from rmbench.launch import Workload
-    from rmbench.models import folder_row_limit
+    from rmbench.models.build import folder_row_limit
+    from rmbench.studies.launch import Workload
 
     for built, name, cut in ((tiny_model, "tiny", True), (tiny_decoder, "tiny_qwen3", False)):
         tokenizer = load_tokenizer(built["model"])

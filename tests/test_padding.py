@@ -4,8 +4,8 @@ reward scores that change with the batch size)."""
 
 import numpy as np
 import pytest
-from rmbench.families import family_of_folder
-from rmbench.models import PaddingSideError
+from rmbench.models.build import PaddingSideError
+from rmbench.models.families import family_of_folder
 from rmbench.runtimes import runtime_class
 
 TOLERANCE = 1e-4  # the parity gate's
@@ -74,7 +74,7 @@ def test_scores_do_not_move_with_the_batch_or_its_padding_side(request, model_fi
 def test_an_encoder_padded_on_the_left_would_move_its_scores(tiny_model):
     """Why encoders declare right padding only: the same batch padded on the left scores otherwise."""
     import torch
-    from rmbench.models import encode, load_model, load_tokenizer
+    from rmbench.models.build import encode, load_model, load_tokenizer
 
     tokenizer, model = load_tokenizer(tiny_model["model"]), load_model(tiny_model["model"])
     pairs = [(r["prompt"], r["response"]) for r in tiny_model["rows"][:4]]

@@ -6,9 +6,16 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from rmbench.decomposition import POOLED_SET
-from rmbench.paper import DERIVED, numbers_tex, paper_numbers, quoted_keys, text_files, unmeasured_report
-from rmbench.studies import STUDIES
+from rmbench.export.precision import POOLED_SET
+from rmbench.plan.studies import STUDIES
+from rmbench.report.paper import (
+    DERIVED,
+    numbers_tex,
+    paper_numbers,
+    quoted_keys,
+    text_files,
+    unmeasured_report,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,8 +64,8 @@ def test_numbers_come_from_each_table_with_other_sets_named_in_the_key():
 
 
 def test_the_fidelity_numbers_give_each_agreement_with_its_interval_and_what_the_sample_can_show():
-    from rmbench.decomposition import with_agreement_interval
-    from rmbench.paper import fidelity_numbers
+    from rmbench.report.paper import fidelity_numbers
+    from rmbench.studies.decomposition import with_agreement_interval
 
     gate = {"model": "m", "min_agreement": 0.99, "gate": "failed"}
     gates = [
@@ -104,7 +111,7 @@ def test_the_int8_sweep_gives_its_count_of_passed_settings_and_best_agreement():
 
 
 def test_the_batch_operator_profile_gives_its_ratios_and_the_operator_that_adds_most():
-    from rmbench.operators import batch_operator_table
+    from rmbench.probes.operators import batch_operator_table
 
     def profile(batch, ms):
         return {"batch": batch, "operators": [{"op_type": op, "ms_per_row": v} for op, v in ms.items()]}
@@ -129,7 +136,7 @@ def test_the_batch_operator_profile_gives_its_ratios_and_the_operator_that_adds_
 
 
 def test_the_pytorch_batch_operator_profile_gives_each_operator_and_the_weight_products_rate():
-    from rmbench.operators import batch_operator_table
+    from rmbench.probes.operators import batch_operator_table
 
     def profile(batch, ms, work):
         operators = [{"op_type": op, "ms_per_row": v} for op, v in ms.items()]
@@ -154,8 +161,8 @@ def test_the_pytorch_batch_operator_profile_gives_each_operator_and_the_weight_p
 
 
 def test_the_language_comparison_gives_its_difference_interval_and_equivalence():
-    from rmbench.stats import compare_latency
-    from rmbench.tables import language_table
+    from rmbench.report.tables import language_table
+    from rmbench.stats.across_launches import compare_latency
 
     launches = pd.DataFrame(
         [
@@ -232,7 +239,7 @@ def test_every_number_the_paper_quotes_names_a_table_and_a_model_of_the_experime
 
 
 def test_a_paper_tier_run_reads_the_text_without_what_only_the_extended_tier_prints(tmp_path):
-    from rmbench.paper import printed_text
+    from rmbench.report.paper import printed_text
 
     (tmp_path / "main.tex").write_text("\\input{sections/a}\n\\ifrmextended\\input{sections/deep}\\fi\n")
     (tmp_path / "a.tex").write_text("\\rmnum{latency/x} and\n\\ifrmextended\\rmnum{gemm/y}\n\\fi{} done")

@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import needs, profile_cells, profile_config, snakemake
-from rmbench.cells import parse_params
-from rmbench.operators import MATRIX_OPS, SESSION_RUN, SUMMARY_ROWS, WHOLE_CALL
-from rmbench.paper import quoted_keys, text_files
-from rmbench.tables import cell_columns
+from rmbench.plan.cells import parse_params
+from rmbench.probes.operators import MATRIX_OPS, SESSION_RUN, SUMMARY_ROWS, WHOLE_CALL
+from rmbench.report.paper import quoted_keys, text_files
+from rmbench.report.tables import cell_columns
 
 
 def planned(study: str, **where) -> pd.DataFrame:
@@ -36,7 +36,7 @@ def test_latency_table_has_real_numbers(smoke_run):
     assert set(headline.runtime) == set(cells[cells.set == "main60"].runtime)
     assert {"ort_python optimizer=transformers", "native optimizer=transformers"} <= set(headline.runtime)
     assert set(cpu.model) == {"deberta", "electra", "qwen3"}
-    # the fused graph has no qwen3 form (rmbench.families): its cells say so, untimed
+    # the fused graph has no qwen3 form (rmbench.models.families): its cells say so, untimed
     unsupported = cpu.launches_ok == 0
     assert (
         set(cpu[unsupported].model) == {"qwen3"}
@@ -99,7 +99,7 @@ def test_parity_reports_and_launch_records(smoke_run):
             and not native["token_mismatches"]
             and native["rows_tokenized"] == 12 + 8 + 60 + 150
         )
-        if model == "qwen3":  # no fused graph (rmbench.families)
+        if model == "qwen3":  # no fused graph (rmbench.models.families)
             continue
         # the fused graph's gate, and what fused: all of ELECTRA's 2 layers; DeBERTa's layer norms
         # and GELUs but not its disentangled attention
@@ -116,7 +116,7 @@ def test_parity_reports_and_launch_records(smoke_run):
     )
     assert record["provenance"]["packages"]["onnxruntime"] and record["settings"]["threads"] >= 1
     # the instruction sets the kernels depend on, as /proc/cpuinfo reports them
-    from rmbench.provenance import ISA_FLAGS
+    from rmbench.probes.provenance import ISA_FLAGS
 
     cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
     line = next(line for line in cpuinfo if line.startswith("flags"))
@@ -160,8 +160,8 @@ def test_gpu_cells_are_recorded_as_skipped_without_a_gpu(smoke_run):
 def test_a_users_own_folder_goes_through_source_local(smoke_run):
     """The smoke profile's stand-in Llama-3.1 folder, saved as a trainer saves one, is read back
     as `source: local` reads any folder: its own tokenizer and chat template, scored natively."""
-    from rmbench.families import FAMILY_FILE, family_of_folder
-    from rmbench.models import load_tokenizer
+    from rmbench.models.build import load_tokenizer
+    from rmbench.models.families import FAMILY_FILE, family_of_folder
 
     folder, model = smoke_run / "results/stand-in/llama3", smoke_run / "results/models/llama3"
     assert not (folder / FAMILY_FILE).exists()  # a user's folder names no rmbench family
@@ -219,7 +219,7 @@ def test_every_study_has_its_table(smoke_run):
     roofline = pd.read_csv(smoke_run / "paper/tables/roofline.csv")
     rows = gemm[gemm.variant == "-"].groupby("model").gflops.max()  # the ceiling: a row's shapes only
     assert (roofline.ceiling_gflops == roofline.model.map(rows)).all()
-    # every runtime that scored on the CPU (qwen3 has no fused graph: rmbench.families)
+    # every runtime that scored on the CPU (qwen3 has no fused graph: rmbench.models.families)
     latency = pd.read_csv(smoke_run / "paper/tables/latency.csv")
     scored = latency.query("device == 'cpu' and set == 'main60' and launches_ok > 0")
     assert len(roofline) == len(scored) and (roofline.fraction_of_ceiling > 0).all()
@@ -240,7 +240,7 @@ def test_every_study_has_its_table(smoke_run):
     # repeat, padding to the max length, the relative-shift export, both padding sides)
     assert len(main) == len(planned("batching", device="cpu", set="main60"))
     # three cells say why they ran nothing: an encoder padded on the left, qwen3's fused graph,
-    # and qwen3 padded to max_length (a chat row keeps its model's context: rmbench.models.row_limit)
+    # and qwen3 padded to max_length (a chat row keeps its model's context: rmbench.models.build.row_limit)
     refused = main[main.launches_ok == 0]
     done = main.drop(refused.index)
     assert (done.launches_ok == 2).all() and (done.throughput_rps > 0).all()
@@ -422,7 +422,7 @@ def test_launches_ran_interleaved_and_their_order_is_recorded(smoke_run):
     launches = pd.read_csv(smoke_run / "results/tables/latency/launches.csv")
     ran = launches[launches.status == "ok"].sort_values("order")
     assert ran.order.is_unique
-    # Block by block, round-robin within a block (rmbench.cells.launch_priorities; test_cells
+    # Block by block, round-robin within a block (rmbench.plan.cells.launch_priorities; test_cells
     # checks the blocks and rounds): every cell's launch 1 starts before its launch 2. The rounds
     # of different cells may overlap here: the smoke profile runs two launches at a time, so a cell
     # whose gates pass later (the native engine's) starts after others have begun their second

@@ -3,8 +3,8 @@
 import os
 import time
 
-from rmbench.cells import cell_table
-from rmbench.progress import launch_progress, seconds_per_launch
+from rmbench.plan.cells import cell_table
+from rmbench.plan.progress import launch_progress, seconds_per_launch
 
 CONFIG = {
     "studies": {

@@ -1,11 +1,11 @@
-"""The README's and findings' figures are those of the run they name (rmbench.readme)."""
+"""The README's and findings' figures are those of the run they name (rmbench.report.readme)."""
 
 import re
 import shutil
 from pathlib import Path
 
 import pandas as pd
-from rmbench.readme import BLOCK, DOCS, write
+from rmbench.report.readme import BLOCK, DOCS, write
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,7 +48,7 @@ def test_a_figure_changed_by_hand_is_found(tmp_path):
 
 
 def test_the_headline_says_how_close_the_best_runtime_runs_to_the_probed_ceiling():
-    from rmbench.readme import ceiling_lines
+    from rmbench.report.readme import ceiling_lines
 
     probed = ROOT / "docs/runlog/runs/2026-12-05-attention-export"  # its launches probed it
     line = ceiling_lines(probed)[-1]
@@ -57,7 +57,7 @@ def test_the_headline_says_how_close_the_best_runtime_runs_to_the_probed_ceiling
 
 
 def test_the_headline_says_where_the_rest_of_the_ceiling_goes(tmp_path):
-    from rmbench.readme import gap_lines
+    from rmbench.report.readme import gap_lines
 
     assert gap_lines(tmp_path) == []  # a run without the table
     shares = {"the model's FLOPs at the ceiling": 0.7, "Slice": 0.1, "Where": 0.05, "Add": 0.12, "Div": 0.03}

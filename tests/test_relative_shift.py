@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 from rmbench.errors import RmbenchError
-from rmbench.export import export_onnx, ort_session
-from rmbench.families import family
-from rmbench.onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS
-from rmbench.relative_shift import REWRITES, patched
+from rmbench.export.onnx import export_onnx, ort_session
+from rmbench.export.onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS
+from rmbench.export.relative_shift import REWRITES, patched
+from rmbench.models.families import family
 from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 
 

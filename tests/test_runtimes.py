@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ROOT, loaded_runtime
-from rmbench.export import reference_scores
-from rmbench.launch import run_launch
-from rmbench.models import encode, load_tokenizer, without_torch
+from rmbench.export.onnx import reference_scores
+from rmbench.models.build import encode, load_tokenizer, without_torch
 from rmbench.runtimes import runtime_class, spare_torch_import
 from rmbench.runtimes.fastapi_service import FastAPIRuntime, ServiceError
 from rmbench.runtimes.ort_python import OrtPythonRuntime
-from rmbench.service import STOPPED
+from rmbench.service.app import STOPPED
+from rmbench.studies.launch import run_launch
 
 SETTINGS = {"threads": 1, "warmup_rows": 1, "timeout_s": 900, "max_length": 512, "tolerance": 1e-4}
 
@@ -168,7 +168,15 @@ def test_reward_endpoint_rejects_bad_bodies_with_4xx(service, body, message):
 
 def test_service_by_hand_names_what_is_missing(tmp_path):
     run = subprocess.run(
-        [sys.executable, "-m", "rmbench.service", "--runtime", "ort_python", "--model-dir", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "rmbench.service.app",
+            "--runtime",
+            "ort_python",
+            "--model-dir",
+            str(tmp_path),
+        ],
         check=False,
         capture_output=True,
         text=True,
@@ -269,7 +277,7 @@ def test_an_ort_launch_without_torch_scores_exactly_as_with_it(tiny_model):
     script = (
         "import json, sys\n"
         f"sys.path.insert(0, {str(ROOT / 'workflow')!r})\n"
-        "from rmbench.models import without_torch\n"
+        "from rmbench.models.build import without_torch\n"
         "without_torch()\n"
         "from rmbench.runtimes.ort_python import OrtPythonRuntime\n"
         f"r = OrtPythonRuntime(*{args!r})\n"

@@ -3,7 +3,7 @@
 import threading
 import time
 
-from rmbench.scheduling import one_pending_timer
+from rmbench.plan.scheduling import one_pending_timer
 
 
 class PassCounter:

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from rmbench.sequential import (
+from rmbench.report.tables import design_verdicts
+from rmbench.stats.sequential import (
     block_looks,
     block_schedule,
     decide,
@@ -17,7 +18,6 @@ from rmbench.sequential import (
     look_decision,
     look_levels,
 )
-from rmbench.tables import design_verdicts
 
 MIN, CAP, STEP, ALPHA, MARGIN = 3, 15, 3, 0.05, 0.03
 LEVELS = look_levels(look_counts(MIN, CAP, STEP), ALPHA)  # the default profile's looks
@@ -220,9 +220,9 @@ def test_the_study_table_quotes_the_looks_verdict_and_keeps_the_papers_rule_besi
     """As ELECTRA torch.compile in the run of 2026-12-04: its 3 launches' interval clears eager's
     (the paper's rule: faster) while the first look's paired test, at its small level, leaves it
     undecided, and no look follows (torch.compile is at its cap)."""
-    from rmbench.latex import study_latex
-    from rmbench.stats import compare_latency, summarize
-    from rmbench.tables import group_keys, study_table
+    from rmbench.report.latex import study_latex
+    from rmbench.report.tables import group_keys, study_table
+    from rmbench.stats.across_launches import compare_latency, summarize
 
     runtime_of = {"hf_eager/set~s": "hf_eager", "torch_compile/set~s": "torch_compile"}
     drawn = {"hf_eager/set~s": [125.0, 123.0, 127.0], "torch_compile/set~s": [113.0, 111.5, 114.0]}
@@ -247,8 +247,8 @@ def test_the_study_table_quotes_the_looks_verdict_and_keeps_the_papers_rule_besi
 def test_the_best_runtime_table_says_what_the_looks_decided_either_way_round(tmp_path):
     """The runner-up may be the look's baseline (native against ORT-Python is looked at as
     native vs ORT-Python): the verdict is then turned round."""
-    from rmbench.stats import compare_latency, summarize
-    from rmbench.tables import best_runtime_table, group_keys
+    from rmbench.report.tables import best_runtime_table, group_keys
+    from rmbench.stats.across_launches import compare_latency, summarize
 
     runtime_of = {f"{r}/set~s": r for r in ("hf_eager", "native", "ort_python")}
     drawn = {

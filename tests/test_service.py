@@ -22,15 +22,15 @@ import requests
 from conftest import loaded_runtime, needs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rmbench.export import reference_scores
-from rmbench.load import run_load
+from rmbench.export.onnx import reference_scores
 from rmbench.runtimes import runtime_class
 from rmbench.runtimes.fastapi_service import FastAPIRuntime
-from rmbench.service import API_KEY_VARIABLE, Limits, create_app, parse_args
+from rmbench.service.app import API_KEY_VARIABLE, Limits, create_app, parse_args
+from rmbench.studies.load import run_load
 
 
 class DefaultService(FastAPIRuntime):
-    """The service as `python -m rmbench.service` starts it: its own defaults (micro-batching
+    """The service as `python -m rmbench.service.app` starts it: its own defaults (micro-batching
     with the adaptive cost model), not the latency study's one request at a time."""
 
     def serving_args(self) -> list[str]:
@@ -273,7 +273,7 @@ def test_a_public_address_without_a_key_is_refused(tiny_model, monkeypatch, caps
 
 
 def test_a_load_launch_records_every_outcome_and_checks_its_scores(tiny_model, reference):
-    from rmbench.launch import run_launch
+    from rmbench.studies.launch import run_launch
 
     params = {"clients": "6", "requests": "30", "malformed": "0.25"}
     cell = {"study": "load", "model": "tiny", "device": "cpu", "runtime": "batching_server", "launch": 1}
@@ -294,8 +294,8 @@ def test_a_load_launch_records_every_outcome_and_checks_its_scores(tiny_model, r
 def test_a_load_launch_sends_a_trainers_own_bodies(tiny_decoder, body):
     """OpenRLHF's templated /get_reward bodies and verl's /classify ones under load, malformed
     ones of the same endpoint among them: each row's reward is the model's score of its dialogue."""
-    from rmbench.export import reference_scores
-    from rmbench.launch import run_launch
+    from rmbench.export.onnx import reference_scores
+    from rmbench.studies.launch import run_launch
 
     rows = tiny_decoder["rows"]
     params = {"clients": "4", "requests": "20", "malformed": "0.2", "body": body}
@@ -318,7 +318,7 @@ def test_a_load_launch_sends_a_trainers_own_bodies(tiny_decoder, body):
 
 
 def test_an_encoder_gets_no_templated_trainer_bodies(tiny_model):
-    from rmbench.families import family_of_folder
+    from rmbench.models.families import family_of_folder
     from rmbench.runtimes import runtime_class
 
     declared = family_of_folder(tiny_model["model"])

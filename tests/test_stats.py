@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from rmbench.errors import MixedHostsError
-from rmbench.stats import (
+from rmbench.stats.across_launches import (
     Checks,
     Interval,
     coefficient_of_variation,
@@ -101,7 +101,7 @@ def test_a_cell_that_compiled_while_timed_is_warned_about():
 
 
 def test_agreement_interval_is_clopper_pearson_by_hand():
-    from rmbench.stats import agreement_interval, pairs_to_show
+    from rmbench.stats.across_launches import agreement_interval, pairs_to_show
 
     # all n agree: the lower bound solves p^n = 0.025, so 60 pairs show 94.04% and no more
     lo, hi = agreement_interval(60, 60)
@@ -116,7 +116,7 @@ def test_agreement_interval_is_clopper_pearson_by_hand():
 
 
 def test_launches_needed_by_hand():
-    from rmbench.stats import launches_needed
+    from rmbench.stats.across_launches import launches_needed
 
     # mean 100, sd 10: n = 18 gives t(0.975, 17) * 10 / sqrt(18) = 4.973 <= 5; n = 17 gives 5.142
     values = [90.0, 110.0, 100.0, 90.0, 110.0, 100.0]
@@ -127,7 +127,7 @@ def test_launches_needed_by_hand():
 
 
 def test_order_trend_and_instability_warnings():
-    from rmbench.stats import instability_warnings, order_trend_p
+    from rmbench.stats.across_launches import instability_warnings, order_trend_p
 
     drifting = [100.0, 104.0, 109.0, 115.0, 121.0]
     assert order_trend_p(drifting, [1, 2, 3, 4, 5]) == pytest.approx(2 / 120)  # exact: 2 of 5! orders
@@ -140,7 +140,7 @@ def test_order_trend_and_instability_warnings():
 
 
 def test_bootstrap_speedup_interval_resamples_launches():
-    from rmbench.stats import bootstrap_speedup
+    from rmbench.stats.across_launches import bootstrap_speedup
 
     lo, hi = bootstrap_speedup([10.0, 11.0, 12.0], [20.0, 22.0, 24.0], resamples=2000, seed=1)
     assert lo < 2.0 < hi and lo >= 20 / 12 and hi <= 24 / 10  # within the extreme resample means
@@ -154,13 +154,17 @@ def test_bootstrap_speedup_interval_resamples_launches():
 def test_speedup_of_a_zero_is_undefined_not_an_error():
     zero = Interval(0.0, 0.0, 0.0, 3, 0.0)
     assert all(math.isnan(v) for v in speedup(zero, Interval(5.0, 4.0, 6.0, 3, 1.0)))
-    from rmbench.stats import bootstrap_speedup
+    from rmbench.stats.across_launches import bootstrap_speedup
 
     assert all(math.isnan(v) for v in bootstrap_speedup([0.0, 0.0], [1.0, 2.0]))
 
 
 def test_equivalence_by_two_one_sided_tests_by_hand():
-    from rmbench.stats import difference_interval, equivalence_verdict, launches_for_equivalence
+    from rmbench.stats.across_launches import (
+        difference_interval,
+        equivalence_verdict,
+        launches_for_equivalence,
+    )
 
     a, b = [99.0, 100.0, 101.0], [101.0, 100.0, 99.0]
     # d = 0, se = sqrt(1/3 + 1/3), Welch df = 4, t(0.95, 4) = 2.1318: +-1.741 of 100
@@ -185,7 +189,7 @@ def test_equivalence_by_two_one_sided_tests_by_hand():
 
 
 def test_paired_interval_by_hand_and_against_drift():
-    from rmbench.stats import difference_interval, paired_difference_interval
+    from rmbench.stats.across_launches import difference_interval, paired_difference_interval
 
     # log ratios +-0.01 alternating: mean 0, sd sqrt(4e-4 / 3) = 0.011547, t(0.95, 3) = 2.353363
     baseline = [100.0, 120.0, 140.0, 160.0]
@@ -200,7 +204,11 @@ def test_paired_interval_by_hand_and_against_drift():
 
 
 def test_pairs_for_equivalence_by_hand_and_consistent_with_the_verdict():
-    from rmbench.stats import equivalence_verdict, paired_difference_interval, pairs_for_equivalence
+    from rmbench.stats.across_launches import (
+        equivalence_verdict,
+        paired_difference_interval,
+        pairs_for_equivalence,
+    )
 
     baseline = [100.0, 120.0, 140.0, 160.0]
     candidate = [b * math.exp(e) for b, e in zip(baseline, (0.01, -0.01, 0.01, -0.01))]
@@ -251,7 +259,7 @@ def test_comparisons_pair_launches_by_round_and_skip_unpaired_or_failed_ones():
 
 
 def test_host_label_names_the_processor_its_widest_isa_and_cpus_or_the_gpu():
-    from rmbench.provenance import host_label
+    from rmbench.probes.provenance import host_label
 
     intel = {"device": "cpu", "cpu": "Intel(R) Xeon(R) Processor", "usable_cpus": 2, "logical_cpus": 2}
     assert (
@@ -270,7 +278,7 @@ TURIN = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t:
 
 
 def test_two_hosts_of_one_name_and_isa_get_different_labels():
-    from rmbench.provenance import cpu_signature, host_label
+    from rmbench.probes.provenance import cpu_signature, host_label
 
     genoa, turin = cpu_signature(GENOA), cpu_signature(TURIN)
     assert (genoa["vendor"], genoa["family"], genoa["model"], genoa["stepping"]) == (
@@ -302,7 +310,7 @@ def test_two_hosts_of_one_name_and_isa_get_different_labels():
 
 
 def test_provenance_records_the_variables_that_turn_onnx_runtimes_telemetry_off(monkeypatch, tmp_path):
-    from rmbench.provenance import ONNXRUNTIME_CI_VARIABLES, provenance
+    from rmbench.probes.provenance import ONNXRUNTIME_CI_VARIABLES, provenance
 
     for name in ONNXRUNTIME_CI_VARIABLES:
         monkeypatch.delenv(name, raising=False)
@@ -314,8 +322,8 @@ def test_provenance_records_the_variables_that_turn_onnx_runtimes_telemetry_off(
 
 
 def test_launches_from_two_kinds_of_host_stop_the_statistics_or_are_flagged_where_allowed():
-    from rmbench.latex import study_latex
-    from rmbench.tables import group_keys, study_table
+    from rmbench.report.latex import study_latex
+    from rmbench.report.tables import group_keys, study_table
 
     amx, avx2 = "Intel Xeon, AMX, 2 CPUs", "AMD EPYC, AVX2, 2 CPUs"
     launches = pd.DataFrame(
@@ -354,7 +362,7 @@ def test_launches_from_two_kinds_of_host_stop_the_statistics_or_are_flagged_wher
 
 
 def test_the_paper_names_the_hosts_of_each_device():
-    from rmbench.paper import paper_numbers
+    from rmbench.report.paper import paper_numbers
 
     row = {"model": "m", "set": "main60", "runtime": "native", "launches_ok": 3, "launches": 3}
     latency = pd.DataFrame(
@@ -370,8 +378,8 @@ def test_the_paper_names_the_hosts_of_each_device():
 
 
 def test_the_language_table_marks_a_native_vs_ort_comparison_across_hosts():
-    from rmbench.latex import language_latex
-    from rmbench.tables import language_table
+    from rmbench.report.latex import language_latex
+    from rmbench.report.tables import language_table
 
     amx, avx2 = "Intel Xeon, AMX, 2 CPUs", "AMD EPYC, AVX2, 2 CPUs"
     launches = pd.DataFrame(
@@ -396,7 +404,7 @@ def test_the_language_table_marks_a_native_vs_ort_comparison_across_hosts():
 
 
 def test_per_row_difference_is_the_median_over_rows_of_each_rows_median_across_launches():
-    from rmbench.stats import per_row_difference
+    from rmbench.stats.across_launches import per_row_difference
 
     native = [[10.0, 20.0, 100.0], [11.0, 21.0, 101.0], [10.5, 20.5, 99.0]]
     python = [[11.0, 21.0, 100.0], [12.0, 22.0, 101.0], [11.5, 21.5, 99.0]]  # +1 ms on short rows only
@@ -407,8 +415,8 @@ def test_per_row_difference_is_the_median_over_rows_of_each_rows_median_across_l
 
 
 def test_the_language_table_gives_the_per_row_difference_once_per_pair_of_cells():
-    from rmbench.latex import language_latex
-    from rmbench.tables import language_table, row_differences
+    from rmbench.report.latex import language_latex
+    from rmbench.report.tables import language_table, row_differences
 
     def record(runtime, launch, latencies, status="ok", tokenize_us=None):
         cell = {"study": "latency", "model": "m", "device": "cpu", "runtime": runtime}

@@ -1,6 +1,6 @@
-"""What each tier's config writes, from the study registry (rmbench.studies), without Snakemake."""
+"""What each tier's config writes, from the study registry (rmbench.plan.studies), without Snakemake."""
 
-from rmbench.cells import (
+from rmbench.plan.cells import (
     cell_settings,
     cell_table,
     format_params,
@@ -8,8 +8,8 @@ from rmbench.cells import (
     headline_set,
     study_baseline,
 )
-from rmbench.sequential import block_launch_paths, counts_at_look, sequential_blocks
-from rmbench.studies import ceiling_probe_runs, engine_export, findings_tables, output_paths
+from rmbench.plan.studies import ceiling_probe_runs, engine_export, findings_tables, output_paths
+from rmbench.stats.sequential import block_launch_paths, counts_at_look, sequential_blocks
 from test_cells import tier_config
 
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 from conftest import default_split
-from rmbench.data import split_dialogue
-from rmbench.models import wordpiece_vocab
-from rmbench.synthetic import TEST_SPLIT_ROWS, generate_split
+from rmbench.models.build import wordpiece_vocab
+from rmbench.models.data import split_dialogue
+from rmbench.models.synthetic import TEST_SPLIT_ROWS, generate_split
 
 
 @pytest.fixture(scope="module")

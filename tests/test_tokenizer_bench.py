@@ -2,7 +2,7 @@
 
 import pytest
 from conftest import ADVERSARIAL
-from rmbench.tokenizer_bench import HF_TOKENIZERS, hf_encoder, run_tokenizer_launch, tiktoken_encoder
+from rmbench.studies.tokenizer import HF_TOKENIZERS, hf_encoder, run_tokenizer_launch, tiktoken_encoder
 
 
 # 64 cuts every long adversarial pair from both sides. Not 16: the tokenizers library's pair

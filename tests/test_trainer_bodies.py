@@ -1,16 +1,16 @@
 """The service scores what trainers send: OpenRLHF's templated /get_reward bodies and verl's
 /classify bodies, built as their clients build them, answered with the model's score of the exact
 text (what the trainer's own server computes); hh-rlhf bodies as before; odd bodies a 4xx or a
-score by the documented rule (rmbench.rendered), never a 500."""
+score by the documented rule (rmbench.service.rendered), never a 500."""
 
 import numpy as np
 import pytest
 import torch
 from fastapi.testclient import TestClient
-from rmbench.load import BODIES, openrlhf_sample, verl_sample
-from rmbench.models import load_model, load_tokenizer
+from rmbench.models.build import load_model, load_tokenizer
 from rmbench.runtimes import runtime_class
-from rmbench.service import create_app
+from rmbench.service.app import create_app
+from rmbench.studies.load import BODIES, openrlhf_sample, verl_sample
 
 # hf_eager scores as PyTorch does; the exported engines within the parity gate's tolerance.
 TOLERANCE = {"hf_eager": 1e-5, "ort_python": 1e-4, "native": 1e-4}
@@ -34,7 +34,7 @@ def exact_scores(folder, texts: list[str], special_tokens: bool) -> np.ndarray:
 
 
 def openrlhf_body(tokenizer, reply: str) -> dict:
-    """OpenRLHF's body with --apply_chat_template (rmbench.load: as the load study sends it)."""
+    """OpenRLHF's body with --apply_chat_template (rmbench.studies.load: as the load study sends it)."""
     return BODIES["openrlhf"].body(openrlhf_sample(tokenizer, PROMPT, reply))
 
 

@@ -22,8 +22,7 @@ import yaml
 from snakemake.utils import validate
 
 sys.path.insert(0, "workflow")
-from rmbench.data import read_jsonl
-from rmbench.models import (
+from rmbench.models.build import (
     CALIBRATION_ROWS,
     architecture,
     calibration_pairs,
@@ -32,6 +31,7 @@ from rmbench.models import (
     load_tokenizer,
     without_component,
 )
+from rmbench.models.data import read_jsonl
 
 SETS = ("main60", "set150")
 

@@ -2,14 +2,14 @@
 
 Launches of one cell move 10-25% with the host's phases (run log 2026-12-05), so launch-level
 comparisons of exports a few percent apart stay undecided. Here one ORT-Python process holds a
-session on each export named (rmbench.onnx_files.ATTENTION_EXPORTS, or `transformers`: the
+session on each export named (rmbench.export.onnx_files.ATTENTION_EXPORTS, or `transformers`: the
 fused graph) and scores main60's first 30 rows on each in turn, the order rotating every round.
 Each round's median row time is one value; the ratios are paired by round, so a phase that lasts
 longer than a round falls on every export alike. 2 intra-op threads, 3 warm-up rows, as a latency launch.
 
     PYTHONPATH=workflow .venv/bin/python docs/probes/interleaved_exports.py results MODEL 16 [export ...]
     # after the pipeline built results/onnx/MODEL/ with those exports (and the native engine for
-    # its operator's exports); exports: rmbench.onnx_files.ATTENTION_EXPORTS (all by default) or
+    # its operator's exports); exports: rmbench.export.onnx_files.ATTENTION_EXPORTS (all by default) or
     # `transformers`, each compared with the next
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-from rmbench.models import encode, load_tokenizer
-from rmbench.onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS, ONNX_OPTIMIZERS, onnx_file
+from rmbench.export.onnx_files import ATTENTION_EXPORTS, NATIVE_OPERATOR_EXPORTS, ONNX_OPTIMIZERS, onnx_file
+from rmbench.models.build import encode, load_tokenizer
 from scipy import stats
 
 ROWS, WARMUP, THREADS = 30, 3, 2

@@ -41,7 +41,7 @@ std::vector<std::vector<size_t>> make_batches(const std::vector<size_t>& lengths
     bool fits = !batches.empty() && batches.back().size() < batch_size;
     size_t longest = lengths[i];  // sorted strategies: the newest row is the longest
     if (fits && strategy == Strategy::token_budget) fits = (batches.back().size() + 1) * longest <= token_budget;
-    if (fits && strategy == Strategy::waste_bound)  // the same expression as rmbench.batching's
+    if (fits && strategy == Strategy::waste_bound)  // the same expression as rmbench.runtimes.batching's
       fits = static_cast<double>((batches.back().size() + 1) * longest) <=
              (1.0 + max_waste) * static_cast<double>(real + longest);
     if (!fits) {

@@ -1,4 +1,4 @@
-// Batching strategies, the same rules as workflow/rmbench/batching.py (a test compares them).
+// Batching strategies, the same rules as workflow/rmbench/runtimes/batching.py (a test compares them).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
-// Chat rows: an hh-rlhf row as turns (chat_messages, as rmbench.models.chat_messages makes them)
+// Chat rows: an hh-rlhf row as turns (chat_messages, as rmbench.models.build.chat_messages makes them)
 // and the turns as text by a chat form (ChatForm, compiled from the model's template by
-// rmbench.chat_form, whose render() this mirrors).
+// rmbench.models.chat_form, whose render() this mirrors).
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -12,7 +12,7 @@ namespace rmscore {
 
 namespace {
 
-// A turn's content as the form's edit for its kind leaves it (rmbench.chat_form.EDITS).
+// A turn's content as the form's edit for its kind leaves it (rmbench.models.chat_form.EDITS).
 std::string edited(const std::string& content, const std::string& edit) {
   if (edit == "none") return content;
   if (edit == "lstrip_newlines") return content.substr(std::min(content.find_first_not_of('\n'), content.size()));
@@ -32,7 +32,7 @@ ChatForm ChatForm::load(const std::string& path) {
   if (!in) throw Error(ExitCode::missing_file, "chat form not found: " + path);
   auto spec = nlohmann::json::parse(in, nullptr, false);
   if (!spec.is_object() || !spec.contains("glue") || !spec.contains("edits"))
-    throw Error(ExitCode::mismatch, path + " is not a chat form (rmbench.chat_form)");
+    throw Error(ExitCode::mismatch, path + " is not a chat form (rmbench.models.chat_form)");
   ChatForm form;
   for (const auto& [key, text] : spec.at("glue").items()) form.glue_[key] = text.get<std::string>();
   for (const auto& [kind, edit] : spec.at("edits").items()) {

@@ -6,7 +6,7 @@
 namespace rmscore {
 
 // The custom-op domain "rmbench" with DisentangledBias. The export with `attention:
-// disentangled_bias` (workflow/rmbench/relative_shift.py) calls it; sessions register it before
+// disentangled_bias` (workflow/rmbench/export/relative_shift.py) calls it; sessions register it before
 // they load any model, which costs nothing for graphs without it. The domain lives as long as
 // the process, as ORT requires of a domain added to session options.
 Ort::CustomOpDomain& custom_op_domain();

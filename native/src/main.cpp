@@ -51,7 +51,7 @@ constexpr const char* kUsage = R"(usage: rmscore --model FILE --tokenizer DIR --
   --io-binding auto|on|off     run through an IoBinding (inputs over our buffers, the output to
                                host memory); auto: on CUDA with --zero-copy on (default auto)
   --max-length N               truncation: a pair longest_first, a chat row from its end (default 512)
-  --chat-form FILE             a chat-templated tokenizer's template, compiled by rmbench.chat_form
+  --chat-form FILE             a chat-templated tokenizer's template, compiled by rmbench.models.chat_form
   --wait-for-go                after loading and warm-up, print "ready" and wait for a line on
                                stdin before timing (to start several engine processes at once)
   --tokenize-only              time tokenization alone (no model needed)

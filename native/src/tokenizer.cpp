@@ -99,7 +99,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder, size_t word
       if (pad_token.empty())
         throw Error(ExitCode::mismatch, "tokenizer_config.json names no pad_token: a batch cannot be padded (" + folder + ")");
       if (chat_form.empty())
-        throw Error(ExitCode::usage, "a byte-level BPE row is chat-templated: --chat-form FILE is required (rmbench.chat_form writes it)");
+        throw Error(ExitCode::usage, "a byte-level BPE row is chat-templated: --chat-form FILE is required (rmbench.models.chat_form writes it)");
       return make_byte_bpe((dir / "tokenizer.json").string(), pad_token, word_cache, ChatForm::load(chat_form));
     }
   }

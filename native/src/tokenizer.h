@@ -80,7 +80,7 @@ void truncate_longest_first(std::vector<int64_t>& first, std::vector<int64_t>& s
 
 using Messages = std::vector<std::pair<std::string, std::string>>;  // (role, content) turns
 
-// A model's chat template compiled by rmbench (rmbench.chat_form, which says how): the text
+// A model's chat template compiled by rmbench (rmbench.models.chat_form, which says how): the text
 // between two turns by their kinds (start, user, assistant, final: the reply, end) and an edit of
 // each kind's content. Exact for the rows its caller has checked against the template.
 class ChatForm {
@@ -107,7 +107,7 @@ std::unique_ptr<Tokenizer> make_sentencepiece(const std::string& spm_model, size
 std::unique_ptr<Tokenizer> make_byte_bpe(const std::string& tokenizer_json, const std::string& pad_token,
                                          size_t word_cache, ChatForm form);
 
-// An hh-rlhf (prompt, reply) row as chat messages (role, content), as rmbench.models.chat_messages
+// An hh-rlhf (prompt, reply) row as chat messages (role, content), as rmbench.models.build.chat_messages
 // makes them: each Human or Assistant turn of the prompt stripped, the closing empty Assistant
 // turn dropped, text before the first turn opening the first user message, the reply last.
 Messages chat_messages(const std::string& prompt, const std::string& response);

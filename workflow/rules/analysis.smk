@@ -3,7 +3,7 @@
 
 rule launch_table:
     input:
-        study_cells,
+        study_launch_files,
     output:
         "results/tables/{study}/launches.csv",
     log:

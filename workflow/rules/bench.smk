@@ -63,7 +63,7 @@ use rule cell as gpu_cell with:
         gpu_manufacturer="nvidia",
 
 
-# A look at a block's launches (rmbench.sequential): which comparisons are decided, and which
+# A look at a block's launches (rmbench.stats.sequential): which comparisons are decided, and which
 # cells get more launches. A checkpoint, so that the launches it asks for join the DAG.
 checkpoint sequential_look:
     input:

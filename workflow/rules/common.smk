@@ -12,7 +12,7 @@ from snakemake.utils import validate
 # The rules use the rmbench package too (scripts import it through scripts/_bootstrap.py).
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from rmbench.cells import (
+from rmbench.plan.cells import (
     CELL_PATH,
     cell_settings as launch_settings,
     cell_table,
@@ -25,17 +25,17 @@ from rmbench.cells import (
     study_baseline as baseline_of,
     study_config as config_of,
 )
-from rmbench import inputs
-from rmbench.families import check_models, family
-from rmbench.inputs import FIDELITY_PATH, FP32_SCORES_PATH, WARM_CACHE_PATH
-from rmbench.figures import FIGURES
-from rmbench.paper import text_files as paper_text_files
-from rmbench.onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS, onnx_file
-from rmbench.precision import sweep_settings, timed_settings
-from rmbench.caveat import set_caveat
-from rmbench.provenance import set_onnxruntime_telemetry
-from rmbench.scheduling import one_pending_timer
-from rmbench.sequential import (
+from rmbench.plan import inputs
+from rmbench.models.families import check_models, family
+from rmbench.plan.inputs import FIDELITY_PATH, FP32_SCORES_PATH, WARM_CACHE_PATH
+from rmbench.report.figures import FIGURES
+from rmbench.report.paper import text_files as paper_text_files
+from rmbench.export.onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS, onnx_file
+from rmbench.export.precision import sweep_settings, timed_settings
+from rmbench.report.caveat import set_caveat
+from rmbench.probes.provenance import set_onnxruntime_telemetry
+from rmbench.plan.scheduling import one_pending_timer
+from rmbench.stats.sequential import (
     LOOK_PATH,
     block_launch_paths,
     counts_at_look,
@@ -46,14 +46,14 @@ from rmbench.runtimes import (
     check_variants,
     runtime_class,
 )
-from rmbench.studies import (
+from rmbench.plan.studies import (
     LANGUAGE_PAIR,
     ceiling_probe_runs,
     engine_export,
     findings_tables as study_findings_tables,
-    operator_profile,
+    operator_profile_settings,
     output_paths,
-    thread_probe,
+    runs_thread_probe,
     torch_profile_runtimes,
 )
 
@@ -64,7 +64,7 @@ check_models(config)
 check_runtimes(config)
 check_variants(config)
 
-# Else Snakemake's scheduler takes up to half a core from the launches (see rmbench/scheduling.py).
+# Else Snakemake's scheduler takes up to half a core from the launches (see rmbench/plan/scheduling.py).
 one_pending_timer()
 
 # Every job inherits it (a cluster job parses this file again): no telemetry thread in a timed
@@ -147,7 +147,7 @@ def native_models():
 
 
 def study_outputs():
-    """The enabled studies' tables and figures (rmbench.studies), and their sequential tables."""
+    """The enabled studies' tables and figures (rmbench.plan.studies), and their sequential tables."""
     outputs = output_paths(config, set(enabled_studies()))
     return outputs + [path for study in enabled_studies() for path in sequential_table(study)]
 
@@ -180,7 +180,7 @@ def configured(what, present):
 
 def batch_operator_inputs(wildcards):
     """ORT's operator profiles per model of the batching study, rows alone and batched."""
-    profile = operator_profile(config)
+    profile = operator_profile_settings(config)
     configured("studies.batching.operator_profile", profile)
     return {
         "profiles": expand(
@@ -225,7 +225,7 @@ def ceiling_gap_inputs(wildcards):
 
 def batch_thread_inputs(wildcards):
     """The thread probe per model of the batching study."""
-    configured("studies.batching.thread_probe", thread_probe(config))
+    configured("studies.batching.thread_probe", runs_thread_probe(config))
     return {
         "probes": expand(
             "results/batching/threads/{model}.json", model=study_config("batching")["models"]
@@ -343,12 +343,12 @@ def warm_cache_priority(wildcards):
 
 
 def launch_priority(wildcards):
-    """Interleaves launches across runtimes (see rmbench.cells.launch_priorities)."""
+    """Interleaves launches across runtimes (see rmbench.plan.cells.launch_priorities)."""
     return PRIORITIES.get(CELL_PATH.format(**wildcards), 0)
 
 
 def cell_settings(wildcards):
-    """What a launch needs besides its inputs (rmbench.cells.cell_settings)."""
+    """What a launch needs besides its inputs (rmbench.plan.cells.cell_settings)."""
     return launch_settings(
         config, dict(wildcards.items()), threads(), unsupported_reason(wildcards)
     )
@@ -360,7 +360,7 @@ def all_cores(wildcards):
     return workflow.cores
 
 
-# The blocks whose cells run in looks: {block: {cell key: (minimum, cap)}} (rmbench.sequential).
+# The blocks whose cells run in looks: {block: {cell key: (minimum, cap)}} (rmbench.stats.sequential).
 SEQUENTIAL_BLOCKS = sequential_blocks(ALL_LAUNCHES)
 
 
@@ -443,7 +443,7 @@ def study_looks(wildcards):
     ]
 
 
-def study_cells(wildcards):
+def study_launch_files(wildcards):
     return study_launches(wildcards.study)
 
 

@@ -71,7 +71,7 @@ rule model:
 
 
 # The co-location study's rollout generator: GPT-2 with seeded random weights on a scorer's
-# tokenizer (rmbench.generator).
+# tokenizer (rmbench.models.generator).
 rule generator:
     input:
         tokenizer=lambda wildcards: f"results/tokenizers/{generator_config()['tokenizer']}",

@@ -52,7 +52,7 @@ rule optimize_onnx:
 
 
 # The fused graph's parity gate. Fusions may move scores, so a failure is data, not a stop: its
-# launches are recorded as mismatches with the gate's numbers, untimed (rmbench.launch).
+# launches are recorded as mismatches with the gate's numbers, untimed (rmbench.studies.launch).
 use rule parity as parity_fused with:
     input:
         model="results/models/{model}",
@@ -69,7 +69,7 @@ use rule parity as parity_fused with:
         fatal=False,
 
 
-# DeBERTa's relative attention exported as a diagonal shift (rmbench/relative_shift.py): an fp32
+# DeBERTa's relative attention exported as a diagonal shift (rmbench/export/relative_shift.py): an fp32
 # graph like the export, so it passes the same parity gate against PyTorch.
 rule export_onnx_relative_shift:
     input:

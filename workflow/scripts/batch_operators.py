@@ -2,11 +2,11 @@
 alone and as a batch of copies of itself, taken in turn in one session."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.data import load_set
-from rmbench.glue import logged, write_json
-from rmbench.models import without_torch
-from rmbench.operators import operator_profiles
-from rmbench.provenance import provenance
+from rmbench.models.build import without_torch
+from rmbench.models.data import load_set
+from rmbench.plan.glue import logged, write_json
+from rmbench.probes.operators import operator_profiles
+from rmbench.probes.provenance import provenance
 
 with logged(snakemake.log[0]):
     without_torch()  # ONNX Runtime alone

@@ -2,10 +2,10 @@
 and export), or make it faster (PyTorch's per model and runtime): each row alone and batched."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged, read_json
-from rmbench.latex import batch_operator_latex
-from rmbench.operators import batch_operator_table
-from rmbench.tables import with_record_hosts
+from rmbench.plan.glue import logged, read_json
+from rmbench.probes.operators import batch_operator_table
+from rmbench.report.latex import batch_operator_latex
+from rmbench.report.tables import with_record_hosts
 
 with logged(snakemake.log[0]):
     by = snakemake.params.by  # optimizer (ORT's exports) or runtime (PyTorch's runtimes)

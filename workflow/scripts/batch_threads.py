@@ -2,11 +2,11 @@
 and batched, on one session per thread setting, in turn in one process."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.data import load_set
-from rmbench.glue import logged, write_json
-from rmbench.models import without_torch
-from rmbench.provenance import provenance
-from rmbench.thread_probe import setting_name, thread_probe
+from rmbench.models.build import without_torch
+from rmbench.models.data import load_set
+from rmbench.plan.glue import logged, write_json
+from rmbench.probes.provenance import provenance
+from rmbench.probes.thread_probe import setting_name, thread_probe
 
 with logged(snakemake.log[0]):
     without_torch()  # ONNX Runtime alone

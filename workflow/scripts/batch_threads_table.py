@@ -1,10 +1,10 @@
 """Whether a CPU batch uses ONNX Runtime's threads better than a row alone, per model and setting."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged, read_json
-from rmbench.latex import thread_latex
-from rmbench.tables import with_record_hosts
-from rmbench.thread_probe import thread_table
+from rmbench.plan.glue import logged, read_json
+from rmbench.probes.thread_probe import thread_table
+from rmbench.report.latex import thread_latex
+from rmbench.report.tables import with_record_hosts
 
 with logged(snakemake.log[0]):
     records = [read_json(path) for path in snakemake.input]

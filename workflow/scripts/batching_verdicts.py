@@ -2,8 +2,8 @@
 with the ratio that padding alone would predict."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged, read_table
-from rmbench.tables import verdict_list, with_padding_bound
+from rmbench.plan.glue import logged, read_table
+from rmbench.report.tables import verdict_list, with_padding_bound
 
 with logged(snakemake.log[0]):
     comparisons = read_table(snakemake.input.comparisons)

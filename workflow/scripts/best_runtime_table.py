@@ -2,10 +2,10 @@
 share of the GEMM ceiling probed in its launches (where they probed it)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged, read_table
-from rmbench.latex import best_runtime_latex
-from rmbench.roofline import in_launch_fractions
-from rmbench.tables import best_runtime_table
+from rmbench.plan.glue import logged, read_table
+from rmbench.probes.roofline import in_launch_fractions
+from rmbench.report.latex import best_runtime_latex
+from rmbench.report.tables import best_runtime_table
 
 with logged(snakemake.log[0]):
     par = snakemake.params

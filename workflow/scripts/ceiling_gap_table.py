@@ -1,10 +1,10 @@
 """Where each model's time goes against the GEMM ceiling (CSV and LaTeX)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged, read_json, read_table
-from rmbench.latex import ceiling_gap_latex
-from rmbench.roofline import ceiling_gap_table
-from rmbench.tables import with_record_hosts
+from rmbench.plan.glue import logged, read_json, read_table
+from rmbench.probes.roofline import ceiling_gap_table
+from rmbench.report.latex import ceiling_gap_latex
+from rmbench.report.tables import with_record_hosts
 
 with logged(snakemake.log[0]):
     records = [read_json(path) for path in snakemake.input.profiles]

@@ -1,13 +1,13 @@
 """Where a model's time goes against the GEMM ceiling: ONNX Runtime's operator profile of the
 export the latency study's engines load, on its rows as a launch scores them, and the ceiling
-probed in the same process (rmbench.roofline.ceiling_profile)."""
+probed in the same process (rmbench.probes.roofline.ceiling_profile)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.data import load_set
-from rmbench.glue import logged, write_json
-from rmbench.models import without_torch
-from rmbench.provenance import provenance
-from rmbench.roofline import ceiling_profile, reached_share
+from rmbench.models.build import without_torch
+from rmbench.models.data import load_set
+from rmbench.plan.glue import logged, write_json
+from rmbench.probes.provenance import provenance
+from rmbench.probes.roofline import ceiling_profile, reached_share
 
 with logged(snakemake.log[0]):
     without_torch()  # ONNX Runtime alone

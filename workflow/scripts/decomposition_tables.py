@@ -3,13 +3,13 @@ every reduced-precision variant, ORT's time by operator type, and the figures (p
 GFLOP/s per step vs the ceiling; each path from eager as a waterfall)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.decomposition import fidelity_table, gap_table
-from rmbench.figures import decomposition_figure, gap_figure
-from rmbench.glue import logged, read_json, read_table
-from rmbench.latex import fidelity_latex, gap_latex, operator_latex
-from rmbench.operators import operator_table
-from rmbench.roofline import ceilings, in_launch_fractions
-from rmbench.tables import with_record_hosts
+from rmbench.plan.glue import logged, read_json, read_table
+from rmbench.probes.operators import operator_table
+from rmbench.probes.roofline import ceilings, in_launch_fractions
+from rmbench.report.figures import decomposition_figure, gap_figure
+from rmbench.report.latex import fidelity_latex, gap_latex, operator_latex
+from rmbench.report.tables import with_record_hosts
+from rmbench.studies.decomposition import fidelity_table, gap_table
 
 with logged(snakemake.log[0]):
     inp, out, par = snakemake.input, snakemake.output, snakemake.params

@@ -1,14 +1,14 @@
 """The fidelity gate of one reduced-precision variant: its scores of every chosen and rejected
-reply against fp32 ONNX Runtime's (rule fp32_pair_scores; rmbench.precision)."""
+reply against fp32 ONNX Runtime's (rule fp32_pair_scores; rmbench.export.precision)."""
 
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.cells import parse_params
-from rmbench.data import load_set
-from rmbench.glue import logged, read_json, write_json
-from rmbench.precision import fidelity_report, loaded
-from rmbench.provenance import provenance
+from rmbench.export.precision import fidelity_report, loaded
+from rmbench.models.data import load_set
+from rmbench.plan.cells import parse_params
+from rmbench.plan.glue import logged, read_json, write_json
+from rmbench.probes.provenance import provenance
 from rmbench.runtimes import runtime_class, spare_torch_import
 
 with logged(snakemake.log[0]):

@@ -3,8 +3,8 @@
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.findings import findings_markdown
-from rmbench.glue import logged, read_table
+from rmbench.plan.glue import logged, read_table
+from rmbench.report.findings import findings_markdown
 
 with logged(snakemake.log[0]):
     tables = {Path(path).stem: read_table(path) for path in snakemake.input}

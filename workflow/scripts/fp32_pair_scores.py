@@ -1,10 +1,10 @@
 """fp32 ONNX Runtime's scores of every chosen and rejected reply of one set, each row alone: what
-every fidelity gate of that model and set compares its variant with (rmbench.precision)."""
+every fidelity gate of that model and set compares its variant with (rmbench.export.precision)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.data import load_set
-from rmbench.glue import logged, write_json
-from rmbench.precision import loaded, pair_scores
+from rmbench.export.precision import loaded, pair_scores
+from rmbench.models.data import load_set
+from rmbench.plan.glue import logged, write_json
 from rmbench.runtimes import runtime_class
 
 with logged(snakemake.log[0]):

@@ -1,5 +1,5 @@
 """One int8 setting of the quantization sweep: quantize the export with it (a temporary file) and
-put it through the fidelity gate against fp32 ONNX Runtime's scores (rmbench.precision)."""
+put it through the fidelity gate against fp32 ONNX Runtime's scores (rmbench.export.precision)."""
 
 import tempfile
 from collections import Counter
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 import onnx
-from rmbench.data import load_set
-from rmbench.glue import logged, read_json, write_json
-from rmbench.precision import fidelity_report, loaded, quantize_int8
-from rmbench.provenance import provenance
+from rmbench.export.precision import fidelity_report, loaded, quantize_int8
+from rmbench.models.data import load_set
+from rmbench.plan.glue import logged, read_json, write_json
+from rmbench.probes.provenance import provenance
 from rmbench.runtimes import runtime_class
 
 INTEGER_MATMULS = ("MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat")

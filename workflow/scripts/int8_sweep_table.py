@@ -1,9 +1,9 @@
 """The quantization sweep's table: every int8 setting's fidelity gate, per model."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.decomposition import sweep_table
-from rmbench.glue import logged, read_json
-from rmbench.latex import sweep_latex
+from rmbench.plan.glue import logged, read_json
+from rmbench.report.latex import sweep_latex
+from rmbench.studies.decomposition import sweep_table
 
 with logged(snakemake.log[0]):
     par = snakemake.params

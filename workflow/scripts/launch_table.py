@@ -1,8 +1,8 @@
 """Builds a study's tidy table: one row per launch, any status."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged
-from rmbench.tables import launch_table
+from rmbench.plan.glue import logged
+from rmbench.report.tables import launch_table
 
 with logged(snakemake.log[0]):
     table = launch_table(snakemake.input)

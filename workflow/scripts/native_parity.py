@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.data import load_set
-from rmbench.export import check_native_parity, native_parity_report
-from rmbench.glue import logged, read_json, write_json
-from rmbench.models import without_torch
+from rmbench.export.onnx import check_native_parity, native_parity_report
+from rmbench.models.build import without_torch
+from rmbench.models.data import load_set
+from rmbench.plan.glue import logged, read_json, write_json
 from rmbench.runtimes import Unsupported
 from rmbench.runtimes.native import NativeRuntime
 

@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 import papermill
-from rmbench.glue import logged
+from rmbench.plan.glue import logged
 
 with logged(snakemake.log[0]):
     papermill.execute_notebook(

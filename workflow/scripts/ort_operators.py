@@ -1,11 +1,11 @@
 """Where ONNX Runtime's time goes for one model, by operator type (its own profiler)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.data import load_set
-from rmbench.glue import logged, write_json
-from rmbench.models import without_torch
-from rmbench.operators import operator_profile
-from rmbench.provenance import provenance
+from rmbench.models.build import without_torch
+from rmbench.models.data import load_set
+from rmbench.plan.glue import logged, write_json
+from rmbench.probes.operators import operator_profile
+from rmbench.probes.provenance import provenance
 
 with logged(snakemake.log[0]):
     without_torch()  # ONNX Runtime alone

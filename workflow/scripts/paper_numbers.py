@@ -4,8 +4,8 @@ the log the quoted ones this run has no value for."""
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged, read_table
-from rmbench.paper import numbers_tex, paper_numbers, printed_text, quoted_keys, unmeasured_report
+from rmbench.plan.glue import logged, read_table
+from rmbench.report.paper import numbers_tex, paper_numbers, printed_text, quoted_keys, unmeasured_report
 
 with logged(snakemake.log[0]):
     tables = {Path(path).stem: read_table(path) for path in snakemake.input.tables}

@@ -2,9 +2,9 @@
 for an export whose launches report it instead (params.fatal false: the fused graph)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.data import load_set
-from rmbench.export import check_parity, parity_report
-from rmbench.glue import logged, read_json, write_json
+from rmbench.export.onnx import check_parity, parity_report
+from rmbench.models.data import load_set
+from rmbench.plan.glue import logged, read_json, write_json
 
 with logged(snakemake.log[0]):
     cfg = snakemake.params.parity

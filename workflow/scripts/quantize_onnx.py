@@ -1,8 +1,8 @@
 """The int8 copy of an exported model (dynamic quantization of its MatMul weights)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged
-from rmbench.precision import quantize_int8
+from rmbench.export.precision import quantize_int8
+from rmbench.plan.glue import logged
 
 with logged(snakemake.log[0]):
     quantize_int8(

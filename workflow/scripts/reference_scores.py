@@ -1,9 +1,9 @@
 """PyTorch fp32 eager scores of one set: the reference that every launch is checked against."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.data import load_set
-from rmbench.export import reference_scores
-from rmbench.glue import logged, write_json
+from rmbench.export.onnx import reference_scores
+from rmbench.models.data import load_set
+from rmbench.plan.glue import logged, write_json
 
 with logged(snakemake.log[0]):
     rows = load_set(snakemake.input.rows)

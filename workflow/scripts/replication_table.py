@@ -1,9 +1,9 @@
 """The replication table: every headline verdict checked on the other sets and models."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged, read_table
-from rmbench.latex import replication_latex
-from rmbench.replication import replication_table
+from rmbench.plan.glue import logged, read_table
+from rmbench.report.latex import replication_latex
+from rmbench.stats.replication import replication_table
 
 with logged(snakemake.log[0]):
     par = snakemake.params

@@ -1,9 +1,9 @@
 """Achieved GFLOP/s per runtime against the measured fp32 GEMM ceiling (CSV and LaTeX)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged, read_table
-from rmbench.latex import roofline_latex
-from rmbench.roofline import roofline_table
+from rmbench.plan.glue import logged, read_table
+from rmbench.probes.roofline import roofline_table
+from rmbench.report.latex import roofline_latex
 
 with logged(snakemake.log[0]):
     launches = read_table(snakemake.input.launches)

@@ -11,16 +11,16 @@ if snakemake.wildcards.device == "cuda":
     # A cluster executor sets it per job; a local run uses the first GPU (one GPU job at a time).
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
 
-from rmbench.cells import parse_params
-from rmbench.data import load_set
-from rmbench.gemm_bench import run_gemm_launch
-from rmbench.glue import logged, read_json, write_json
-from rmbench.launch import run_launch
-from rmbench.models import without_torch
-from rmbench.progress import launch_progress
-from rmbench.provenance import provenance
+from rmbench.models.build import without_torch
+from rmbench.models.data import load_set
+from rmbench.plan.cells import parse_params
+from rmbench.plan.glue import logged, read_json, write_json
+from rmbench.plan.progress import launch_progress
+from rmbench.probes.gemm import run_gemm_launch
+from rmbench.probes.provenance import provenance
 from rmbench.runtimes import spare_torch_import
-from rmbench.tokenizer_bench import run_tokenizer_launch
+from rmbench.studies.launch import run_launch
+from rmbench.studies.tokenizer import run_tokenizer_launch
 
 w = snakemake.wildcards
 cell = {

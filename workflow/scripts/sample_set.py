@@ -3,9 +3,9 @@
 from pathlib import Path
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.data import load_local, read_jsonl, sample_rows, write_jsonl
-from rmbench.glue import logged
-from rmbench.models import count_tokens, load_tokenizer, without_torch
+from rmbench.models.build import count_tokens, load_tokenizer, without_torch
+from rmbench.models.data import load_local, read_jsonl, sample_rows, write_jsonl
+from rmbench.plan.glue import logged
 
 with logged(snakemake.log[0]):
     without_torch()  # token counts only

@@ -1,8 +1,8 @@
 """One look at a block's launches: writes its decisions and prints where the run stands."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged, write_json
-from rmbench.sequential import block_launches, look_decision, progress_line
+from rmbench.plan.glue import logged, write_json
+from rmbench.stats.sequential import block_launches, look_decision, progress_line
 
 w = snakemake.wildcards
 cfg = snakemake.params.settings

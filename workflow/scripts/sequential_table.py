@@ -1,8 +1,8 @@
 """A study's sequential blocks at their last look: one row per comparison."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged
-from rmbench.sequential import decisions_table
+from rmbench.plan.glue import logged
+from rmbench.stats.sequential import decisions_table
 
 with logged(snakemake.log[0]):
     table = decisions_table(snakemake.input)

@@ -1,8 +1,8 @@
-"""A study's figure from its table (PDF and PNG): rmbench.figures.FIGURES names the function."""
+"""A study's figure from its table (PDF and PNG): rmbench.report.figures.FIGURES names the function."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.figures import FIGURES
-from rmbench.glue import logged, read_table
+from rmbench.plan.glue import logged, read_table
+from rmbench.report.figures import FIGURES
 
 with logged(snakemake.log[0]):
     table = read_table(snakemake.input[0])

@@ -2,10 +2,10 @@
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
 import pandas as pd
-from rmbench.glue import logged, read_table
-from rmbench.stats import Checks, compare_latency, summarize
-from rmbench.studies import STUDIES
-from rmbench.tables import compared_metrics, group_keys
+from rmbench.plan.glue import logged, read_table
+from rmbench.plan.studies import STUDIES
+from rmbench.report.tables import compared_metrics, group_keys
+from rmbench.stats.across_launches import Checks, compare_latency, summarize
 
 with logged(snakemake.log[0]):
     study = snakemake.wildcards.study

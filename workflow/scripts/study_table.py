@@ -1,9 +1,9 @@
 """A study's paper table (CSV and LaTeX) from its statistics."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.glue import logged, read_table
-from rmbench.latex import STUDY_CAPTIONS, study_latex
-from rmbench.tables import study_table
+from rmbench.plan.glue import logged, read_table
+from rmbench.report.latex import STUDY_CAPTIONS, study_latex
+from rmbench.report.tables import study_table
 
 with logged(snakemake.log[0]):
     study, baseline = snakemake.wildcards.study, snakemake.params.baseline

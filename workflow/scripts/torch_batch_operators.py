@@ -2,12 +2,12 @@
 a model's first rows, each alone and as a batch of copies of itself, taken in turn in one process."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.data import load_set
-from rmbench.flops import model_config
-from rmbench.glue import logged, write_json
-from rmbench.provenance import provenance
+from rmbench.models.data import load_set
+from rmbench.plan.glue import logged, write_json
+from rmbench.probes.flops import model_config
+from rmbench.probes.provenance import provenance
+from rmbench.probes.torch_operators import WEIGHT_GEMM, torch_operator_profiles, weight_gemm_work
 from rmbench.runtimes import runtime_class
-from rmbench.torch_operators import WEIGHT_GEMM, torch_operator_profiles, weight_gemm_work
 
 with logged(snakemake.log[0]):
     par, w = snakemake.params, snakemake.wildcards

@@ -1,9 +1,9 @@
 """Trains a DeBERTa-v3-style SentencePiece model on generated dialogues and English (seeded)."""
 
 import _bootstrap  # noqa: F401  (makes rmbench importable)
-from rmbench.english import tokenizer_corpus
-from rmbench.glue import logged
-from rmbench.models import train_sentencepiece
+from rmbench.models.build import train_sentencepiece
+from rmbench.models.english import tokenizer_corpus
+from rmbench.plan.glue import logged
 
 with logged(snakemake.log[0]):
     cfg = snakemake.params.tokenizers

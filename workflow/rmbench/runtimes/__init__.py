@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-from ..models import without_torch
-from .base import Runtime, Unsupported
+from rmbench.models.build import without_torch
+from rmbench.runtimes.base import Runtime, Unsupported
 
 RUNTIMES = {
     "hf_eager": "rmbench.runtimes.hf_eager:HFEagerRuntime",
@@ -44,7 +44,7 @@ def runtimes_of(study: str) -> list[str]:
 
 def check_runtimes(config: dict) -> None:
     """Stops with a clear message where a scoring study names a runtime that does not join it."""
-    from ..errors import RmbenchError
+    from rmbench.errors import RmbenchError
 
     scoring = {study for name in RUNTIMES for study in runtime_class(name).studies}
     for study, cfg in config["studies"].items():
@@ -61,7 +61,7 @@ def check_runtimes(config: dict) -> None:
 
 def check_variants(config: dict) -> None:
     """Stops with a clear message when a decomposition variant asks a runtime for something it lacks."""
-    from ..errors import RmbenchError
+    from rmbench.errors import RmbenchError
 
     study = config["studies"].get("decomposition")
     if not study or not study.get("enabled", True):
@@ -102,7 +102,7 @@ def family_reason(runtime: str, declared: dict, options: dict) -> str | None:
     """Why `runtime` (a runtime, or a library the tokenizer study times) cannot run a cell of a
     model of family `declared` with these options; None when it can."""
     if runtime not in RUNTIMES:  # a library the tokenizer study times
-        from ..families import library_reason
+        from rmbench.models.families import library_reason
 
         return library_reason(runtime, declared)
     return runtime_class(runtime).family_reason(declared, options)

@@ -13,14 +13,14 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
-from ..batching import PADDING_SIDES, PADDINGS
-from ..families import FAMILY_EXPORT
-from ..models import CHAT_PADDING_REFUSED, encode, folder_row_limit
-from ..onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS
+from rmbench.export.onnx_files import MATMUL_GROUPS, ONNX_OPTIMIZERS
+from rmbench.models.build import CHAT_PADDING_REFUSED, encode, folder_row_limit
+from rmbench.models.families import FAMILY_EXPORT
+from rmbench.runtimes.batching import PADDING_SIDES, PADDINGS
 
-# The ONNX file a cell of an ONNX runtime loads (rmbench.onnx_files.onnx_file, wired by the rules):
+# The ONNX file a cell of an ONNX runtime loads (rmbench.export.onnx_files.onnx_file, wired by the rules):
 # int8 quantizes every MatMul or one group of them; an optimizer picks another export, `family`
-# the one each model family declares (rmbench.families' engine_export).
+# the one each model family declares (rmbench.models.families' engine_export).
 ONNX_FILE_SETTINGS = {
     "precision": (("fp32", "int8"), "fp32"),
     "optimizer": ((*ONNX_OPTIMIZERS, FAMILY_EXPORT), "none"),
@@ -45,7 +45,7 @@ class Runtime(ABC):
     # Its launches run the native engine (rules add the build and the engine's parity gate).
     uses_native_engine: bool = False
     # Its settings a cell may give (as a variant or an option): name -> (allowed values, default).
-    # `padding_side` declared: where the model's family pads (rmbench.families); left or right
+    # `padding_side` declared: where the model's family pads (rmbench.models.families); left or right
     # overrides it (the batching study runs both on a decoder).
     settings: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
         "padding": (PADDINGS, "longest"),
@@ -69,7 +69,7 @@ class Runtime(ABC):
         self.threads = threads
         self.configured_max_length = max_length  # the study's cut (data.max_length)
         self.options = options or {}  # runtime-specific settings, e.g. the native binary
-        # How far score() pads a batch (a batching cell's `padding`; rmbench.batching.PADDINGS).
+        # How far score() pads a batch (a batching cell's `padding`; rmbench.runtimes.batching.PADDINGS).
         self.padding = self.choice("padding")
         self.padding_side = self.choice("padding_side")
 
@@ -110,7 +110,7 @@ class Runtime(ABC):
 
     @classmethod
     def family_reason(cls, declared: dict, options: dict) -> str | None:
-        """Why this runtime cannot score models of family `declared` (rmbench.families) with these
+        """Why this runtime cannot score models of family `declared` (rmbench.models.families) with these
         options, or None when it can. Its cells are then recorded as unsupported, untimed."""
         side = options.get("padding_side", "declared")
         if side != "declared" and side not in declared["padding_sides"]:
@@ -205,9 +205,9 @@ class Runtime(ABC):
         self, pairs: list[tuple[str, str]], clients: int, mode: str, warmup_rows: int, cores: int
     ) -> dict:
         """The concurrency scenario: `clients` concurrent clients, one row per request, engines
-        shared or independent as `mode` says (see rmbench.concurrency). Per-request latencies,
+        shared or independent as `mode` says (see rmbench.studies.concurrency). Per-request latencies,
         scores in row order and the wall time of the whole set."""
-        from ..concurrency import run_clients
+        from rmbench.studies.concurrency import run_clients
 
         return run_clients(self, pairs, clients, mode, warmup_rows, cores)
 

@@ -1,7 +1,7 @@
 """A serving mode that scales: ONNX Runtime behind the FastAPI service with a micro-batcher.
 
 Concurrent requests that arrive within a small queue delay are scored together, in batches
-planned by rmbench.batching on token lengths (study.md concluded that concurrency cannot help
+planned by rmbench.runtimes.batching on token lengths (study.md concluded that concurrency cannot help
 and batching does; this joins the two). Options (config `runtimes.batching_server.options`):
 strategy (length_aware | token_budget | naive), max_batch, token_budget, queue_delay_ms,
 queue_size, request_timeout_s, adaptive (on: keep a planned batch only where the server's own
@@ -10,8 +10,8 @@ timings predict it beats the rows alone), and wraps (the runtime inside, ort_pyt
 
 from __future__ import annotations
 
-from .fastapi_service import FastAPIRuntime
-from .ort_python import OrtPythonRuntime
+from rmbench.runtimes.fastapi_service import FastAPIRuntime
+from rmbench.runtimes.ort_python import OrtPythonRuntime
 
 DEFAULTS = {
     "strategy": "length_aware",

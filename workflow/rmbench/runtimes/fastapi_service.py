@@ -1,6 +1,6 @@
 """A FastAPI + uvicorn service around the PyTorch model, called over HTTP on loopback.
 
-Each launch starts its own server process (rmbench.service) on a socket bound here to
+Each launch starts its own server process (rmbench.service.app) on a socket bound here to
 127.0.0.1 and a free port, waits for /health, times round trips with a keep-alive httpx client,
 and stops the server afterwards, also when the launch fails. The server reports its own time per
 request, so transport overhead is measured apart from scoring.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import Runtime, Unsupported
+from rmbench.runtimes.base import Runtime, Unsupported
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # workflow/, where rmbench lives
 STARTUP_TIMEOUT_S = 600.0
@@ -36,7 +36,7 @@ class FastAPIRuntime(Runtime):
     compared_with = ("hf_eager",)
     # The endpoint a launch calls: /score with (prompt, response) pairs, or OpenRLHF's
     # /get_reward with each pair as one hh-rlhf dialogue, which the server splits again.
-    # The load study's body shape (rmbench.load.BODIES): hh-rlhf text, OpenRLHF's templated
+    # The load study's body shape (rmbench.studies.load.BODIES): hh-rlhf text, OpenRLHF's templated
     # query, or verl's /classify text; the templated ones need a chat family.
     settings = Runtime.settings | {
         "endpoint": (("score", "get_reward"), "score"),
@@ -45,31 +45,31 @@ class FastAPIRuntime(Runtime):
 
     @classmethod
     def needs_torch(cls, options: dict) -> bool:
-        from . import runtime_class  # the registry imports this module
+        from rmbench.runtimes import runtime_class  # the registry imports this module
 
         return runtime_class(options.get("wraps", cls.wraps)).needs_torch({})
 
     @classmethod
     def onnx_needed(cls, options: dict) -> bool:
-        from . import runtime_class
+        from rmbench.runtimes import runtime_class
 
         return runtime_class(options.get("wraps", cls.wraps)).onnx_needed({})
 
     @classmethod
     def native_engine_needed(cls, options: dict) -> bool:
-        from . import runtime_class
+        from rmbench.runtimes import runtime_class
 
         return runtime_class(options.get("wraps", cls.wraps)).native_engine_needed({})
 
     @classmethod
     def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:
-        from . import runtime_class
+        from rmbench.runtimes import runtime_class
 
         return runtime_class((options or {}).get("wraps", cls.wraps)).unavailable_reason(device)
 
     @classmethod
     def family_reason(cls, declared: dict, options: dict) -> str | None:
-        from . import runtime_class
+        from rmbench.runtimes import runtime_class
 
         inner = options.get("wraps", cls.wraps)
         if reason := runtime_class(inner).family_reason(declared, {}):
@@ -93,7 +93,7 @@ class FastAPIRuntime(Runtime):
         command = [
             sys.executable,
             "-m",
-            "rmbench.service",
+            "rmbench.service.app",
             *self.server_args(),
             "--fd",
             str(listener.fileno()),
@@ -157,7 +157,7 @@ class FastAPIRuntime(Runtime):
     @staticmethod
     def dialogue(prompt: str, response: str) -> str:
         """A pair as one dialogue, as OpenRLHF sends it to /get_reward (the server splits it)."""
-        from ..load import hh_query
+        from rmbench.studies.load import hh_query
 
         return hh_query(prompt, response)
 
@@ -190,7 +190,7 @@ class FastAPIRuntime(Runtime):
 
     def time_concurrent(self, pairs, clients, mode, warmup_rows, cores):
         """N concurrent HTTP clients against this one service (the only mode a service has)."""
-        from ..concurrency import run_threads
+        from rmbench.studies.concurrency import run_threads
 
         if mode != "shared":
             raise Unsupported(
@@ -201,11 +201,11 @@ class FastAPIRuntime(Runtime):
         return measured | engines | self.server_stats()
 
     def time_load(self, pairs, clients: int, requests: int, malformed_share: float) -> dict:
-        """A trainer's load (rmbench.load): `clients` OpenRLHF-style clients send `requests`
+        """A trainer's load (rmbench.studies.load): `clients` OpenRLHF-style clients send `requests`
         one-sample POSTs of the cell's body shape, a share of them malformed. Each row's score
         is its first reward (a row no request got a reward for is scored directly);
         `reward_spread` is the largest gap between one row's rewards."""
-        from ..load import BODIES, run_load, trainer_samples
+        from rmbench.studies.load import BODIES, run_load, trainer_samples
 
         shape = BODIES[self.choice("body")]
         samples = trainer_samples(shape, self.model_dir, pairs)

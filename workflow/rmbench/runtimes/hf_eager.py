@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..models import head_in_fp32, load_model, load_tokenizer
-from .base import Runtime
+from rmbench.models.build import head_in_fp32, load_model, load_tokenizer
+from rmbench.runtimes.base import Runtime
 
 
 def torch_unavailable_reason(device: str) -> str | None:
@@ -21,7 +21,7 @@ def torch_unavailable_reason(device: str) -> str | None:
 TORCH_PRECISIONS = ("fp32", "bf16")
 
 # The reward head's precision under bf16 (option `head`): `same` as the model, or `fp32` (its
-# layers outside autocast, rmbench.models.head_in_fp32: the score's last products in fp32).
+# layers outside autocast, rmbench.models.build.head_in_fp32: the score's last products in fp32).
 TORCH_HEADS = ("same", "fp32")
 
 # Kernel paths for eager's linear layers (option `kernels`): torch's own dispatch (MKL's sgemm in

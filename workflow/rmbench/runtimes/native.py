@@ -6,7 +6,7 @@ score out, tokenization included), the same region the Python runtimes time. sco
 caller that sends rows as they come (co-location, the service), keeps one engine process loaded
 (`rmscore --serve`) and sends it each row.
 
-A chat-templated model's template reaches the engine compiled (rmbench.chat_form): every row is
+A chat-templated model's template reaches the engine compiled (rmbench.models.chat_form): every row is
 checked against the template here before the engine sees it, and a row the form would render
 differently is refused (ChatFormError), never scored on another text.
 """
@@ -21,13 +21,13 @@ import threading
 import weakref
 from pathlib import Path
 
-from ..batching import STRATEGIES, batch_plan
-from ..chat_form import ChatFormError, compile_form, folder_renderer, mismatch
-from ..concurrency import MODES, partitioned_threads, shard, start_together, stop_all
-from ..data import write_jsonl
-from ..families import family_of_folder
-from ..models import chat_messages
-from .base import ONNX_FILE_SETTINGS, Runtime, Unsupported
+from rmbench.models.build import chat_messages
+from rmbench.models.chat_form import ChatFormError, compile_form, folder_renderer, mismatch
+from rmbench.models.data import write_jsonl
+from rmbench.models.families import family_of_folder
+from rmbench.runtimes.base import ONNX_FILE_SETTINGS, Runtime, Unsupported
+from rmbench.runtimes.batching import STRATEGIES, batch_plan
+from rmbench.studies.concurrency import MODES, partitioned_threads, shard, start_together, stop_all
 
 
 class NativeError(RuntimeError):
@@ -56,7 +56,7 @@ class NativeRuntime(Runtime):
 
     @classmethod
     def unavailable_reason(cls, device: str, options: dict | None = None) -> str | None:
-        from .ort_python import OrtPythonRuntime  # the same library answers the same
+        from rmbench.runtimes.ort_python import OrtPythonRuntime  # the same library answers the same
 
         return OrtPythonRuntime.unavailable_reason(device)
 
@@ -240,7 +240,7 @@ class NativeRuntime(Runtime):
         result = self.run(pairs, *args, "--warmup", str(warmup_batches))
         if result["batches"] != batches:
             raise NativeError(
-                f"the engine planned other batches than rmbench.batching for {strategy} b={size}"
+                f"the engine planned other batches than rmbench.runtimes.batching for {strategy} b={size}"
             )
         return {
             "scores": [r["score"] for r in result["rows"]],

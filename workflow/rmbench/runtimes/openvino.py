@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models import load_tokenizer
-from ..onnx_files import PORTABLE_OPTIMIZERS
-from .base import ONNX_FILE_SETTINGS, Runtime, Unsupported
+from rmbench.export.onnx_files import PORTABLE_OPTIMIZERS
+from rmbench.models.build import load_tokenizer
+from rmbench.runtimes.base import ONNX_FILE_SETTINGS, Runtime, Unsupported
 
 # OpenVINO's CPU plugin runs in bf16 by default where the processor has it (AVX-512 BF16, AMX):
 # an fp32 study pins fp32, so every runtime computes at the same precision.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from ..export import GRAPH_LEVELS, ort_run, ort_session
-from ..models import load_tokenizer
-from .base import ONNX_FILE_SETTINGS, Runtime
+from rmbench.export.onnx import GRAPH_LEVELS, ort_run, ort_session
+from rmbench.models.build import load_tokenizer
+from rmbench.runtimes.base import ONNX_FILE_SETTINGS, Runtime
 
 
 class OrtPythonRuntime(Runtime):

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .hf_eager import HFEagerRuntime
+from rmbench.runtimes.hf_eager import HFEagerRuntime
 
 DYNAMIC = {"none": None, "true": True, "false": False}
 
