@@ -73,19 +73,10 @@ REUSED = ["data", "tokenizers", "models", "onnx", "reference", "correctness", "n
 
 
 def profile_config(profile: str = "smoke") -> dict:
-    """The config a profile runs: config.yaml with each overlay the profile names merged on top,
-    checked and with defaults filled as the pipeline does (workflow/rules/common.smk)."""
-    import yaml
-    from rmbench.plan.cells import drop_removed_runtimes
-    from snakemake.utils import update_config, validate
+    """The config a profile runs, checked and with defaults filled as the pipeline does."""
+    from rmbench.plan.profiles import profile_config as resolved
 
-    config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    options = yaml.safe_load((ROOT / f"workflow/profiles/{profile}/config.yaml").read_text())
-    for overlay in options.get("configfiles", []):
-        update_config(config, yaml.safe_load((ROOT / overlay).read_text()))
-    drop_removed_runtimes(config)
-    validate(config, str(ROOT / "workflow/schemas/config.schema.yaml"))
-    return config
+    return resolved(ROOT, profile)
 
 
 def profile_cells(study: str, profile: str = "smoke", **where) -> list[dict]:

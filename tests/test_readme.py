@@ -5,13 +5,35 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-from rmbench.report.readme import BLOCK, DOCS, write
+from rmbench.report.readme import BLOCK, DOCS, config_drift, quoted_runs, write
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_generated_block_is_what_its_run_makes():
     assert write(check=True) == []
+
+
+def test_every_quoted_run_ran_the_config_all_runs_now():
+    assert config_drift() == []
+
+
+def test_a_config_edit_makes_the_quoted_run_out_of_date(tmp_path):
+    for name in (*DOCS, "config.yaml", "workflow/profiles/default/config.yaml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "workflow/schemas", tmp_path / "workflow/schemas")
+    for run in quoted_runs():
+        shutil.copytree(ROOT / run, tmp_path / run)
+    assert config_drift(tmp_path) == config_drift()
+    config = tmp_path / "config.yaml"
+    config.write_text(config.read_text().replace("    rows: 30\n", "    rows: 29\n", 1))
+    assert config.read_text() != (ROOT / "config.yaml").read_text()
+    drift = config_drift(tmp_path)
+    assert drift and all("the default profile's config is" in reason for reason in drift)
+    # a comment, or the same keys in another order, is the same config
+    config.write_text("# a comment\n" + (ROOT / "config.yaml").read_text())
+    assert config_drift(tmp_path) == config_drift()
 
 
 def test_the_readme_quotes_no_speed_up_or_time_outside_its_generated_blocks():

@@ -1,10 +1,11 @@
 """The README's figures from one recorded run, never typed by hand.
 
 A recorded run is a folder under docs/runlog/runs/: the small paper tables the docs quote and
-run.json (commit, date, host, wall times). `record` makes one from a finished run's folder;
-`write` rewrites every generated block of README.md and docs/findings.md from the run that
-block names. `write --check` changes nothing and fails where a block differs
-(tests/test_readme.py runs it). From the repository root:
+run.json (commit, date, host, wall times, and the hash of the config it ran). `record` makes one
+from a finished run's folder; `write` rewrites every generated block of README.md and
+docs/findings.md from the run that block names. `write --check` changes nothing and fails where a
+block differs, or where the config has changed since a quoted run (tests/test_readme.py runs it).
+From the repository root:
 
     rmbench-readme record docs/runlog/runs/NAME --run PATH \\
         --timing "bash envs/setup.sh=73" --timing "snakemake --cores 1 all=2750"
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from rmbench.plan.profiles import config_hash, profile_config
 from rmbench.report.latex import fmt_ci, fmt_pct
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -189,6 +191,29 @@ def write(check: bool, root: Path = ROOT) -> list[str]:
     return stale
 
 
+def quoted_runs(root: Path = ROOT) -> list[str]:
+    """The recorded runs the docs' generated blocks name, in order of first mention."""
+    runs = [match["run"] for name in DOCS for match in BLOCK.finditer((root / name).read_text())]
+    return list(dict.fromkeys(runs))
+
+
+def config_drift(root: Path = ROOT) -> list[str]:
+    """Why each quoted run no longer matches the config `all` runs now: its recorded hash differs
+    from the hash of the profile's config today, or it recorded none. Empty when all match."""
+    found = []
+    for run in quoted_runs(root):
+        meta = json.loads((root / run / "run.json").read_text())
+        profile = meta.get("profile", "default")
+        now = config_hash(profile_config(root, profile))
+        if meta.get("config_hash") != now:
+            ran = f"config {meta['config_hash']}" if meta.get("config_hash") else "a config it did not record"
+            found.append(
+                f"{run} ran {ran}; the {profile} profile's config is {now} now: run "
+                "`snakemake --cores 1 all` on a fresh clone, then `rmbench-readme record` it"
+            )
+    return found
+
+
 def timing_entry(timing: str) -> dict:
     """'command=seconds', or 'command=seconds@commit@date' for a command timed on another
     commit (the tests, say)."""
@@ -197,10 +222,12 @@ def timing_entry(timing: str) -> dict:
     return {"command": command, "seconds": float(seconds)} | dict(zip(("commit", "date"), elsewhere))
 
 
-def record(folder: Path, run: Path, timings: list[str], headline_set: str, baseline: str) -> dict:
+def record(
+    folder: Path, run: Path, timings: list[str], headline_set: str, baseline: str, profile: str = "default"
+) -> dict:
     """Keeps a finished run's tables and figure the docs quote (RECORDED_FILES) and its run.json: the
-    commit and host its launches recorded, the first launch's date, and the wall times given as
-    'command=seconds'."""
+    commit and host its launches recorded, the first launch's date, the hash of the config the
+    run's folder resolves for `profile`, and the wall times given as 'command=seconds'."""
     tables = run / "paper/tables"
     folder.mkdir(parents=True, exist_ok=True)
     for name in RECORDED_FILES + tuple(n for n in OPTIONAL_FILES if (run / "paper" / n).exists()):
@@ -220,6 +247,8 @@ def record(folder: Path, run: Path, timings: list[str], headline_set: str, basel
         "host": hosts[0],
         "headline_set": headline_set,
         "baseline": baseline,
+        "profile": profile,
+        "config_hash": config_hash(profile_config(run, profile)),
         "timings": [timing_entry(timing) for timing in timings],
     }
     (folder / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -237,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     keep.add_argument("--headline-set", default="main60")
     keep.add_argument("--baseline", default="hf_eager")
+    keep.add_argument("--profile", default="default", help="the workflow profile the run used")
     rewrite_docs = commands.add_parser("write", help="rewrite the docs' generated blocks")
     rewrite_docs.add_argument(
         "--check", action="store_true", help="change nothing; fail where a block differs"
@@ -244,15 +274,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "record":
         print(
-            json.dumps(record(args.folder, args.run, args.timing, args.headline_set, args.baseline), indent=2)
+            json.dumps(
+                record(args.folder, args.run, args.timing, args.headline_set, args.baseline, args.profile),
+                indent=2,
+            )
         )
         return 0
-    stale = write(args.check)
+    stale, drift = write(args.check), config_drift()
+    for reason in drift:
+        print(f"out of date: {reason}")
     if stale and args.check:
         print(f"generated blocks out of date in {', '.join(stale)}: run `rmbench-readme write`")
-        return 1
-    print(f"rewrote {', '.join(stale)}" if stale else "every generated block is up to date")
-    return 0
+    if args.check:
+        return 1 if stale or drift else 0
+    print(f"rewrote {', '.join(stale)}" if stale else "every generated block matches its run")
+    return 1 if drift else 0
 
 
 if __name__ == "__main__":

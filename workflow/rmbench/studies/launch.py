@@ -10,16 +10,24 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from rmbench.export.onnx import parity_failure
+from rmbench.models.build import without_torch
+from rmbench.models.data import load_set
+from rmbench.plan.cells import parse_params
+from rmbench.plan.glue import read_json
 from rmbench.probes.flops import achieved_gflops
-from rmbench.probes.gemm import best_probe, probe_ceiling
+from rmbench.probes.gemm import best_probe, probe_ceiling, run_gemm_launch
 from rmbench.probes.provenance import nvidia_gpu_present
-from rmbench.runtimes import Unsupported, runtime_class
+from rmbench.runtimes import Unsupported, runtime_class, spare_torch_import
 from rmbench.runtimes.batching import batch_plan, make_batches, padding_waste
 from rmbench.studies.colocation import split_threads, time_colocated
+from rmbench.studies.timing import percentile_summary
 
 OOM_MESSAGES = ("out of memory", "failed to allocate memory", "cudaerrormemoryallocation")
 
@@ -53,18 +61,6 @@ def time_limit(seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def percentile_summary(values: list[float], unit: str = "ms") -> dict:
-    """A launch's representative values: p50, p95, mean, min and max of its per-row values."""
-    x = np.asarray(values, dtype=float)
-    return {
-        f"p50_{unit}": float(np.percentile(x, 50)),
-        f"p95_{unit}": float(np.percentile(x, 95)),
-        f"mean_{unit}": float(x.mean()),
-        f"min_{unit}": float(x.min()),
-        f"max_{unit}": float(x.max()),
-    }
 
 
 class Workload:
@@ -176,18 +172,6 @@ def colocation_scenario(runtime, work: Workload) -> dict:
     return {"scores": measured["scores"], "latencies_ms": measured["latencies_ms"]} | colocated
 
 
-SCENARIOS = {
-    "latency": latency_scenario,
-    "zerocopy": latency_scenario,
-    "compile": latency_scenario,
-    "decomposition": latency_scenario,
-    "batching": batching_scenario,
-    "concurrency": concurrency_scenario,
-    "colocation": colocation_scenario,
-    "load": load_scenario,
-}
-
-
 def launch_threads(cell: dict, settings: dict, options: dict) -> int:
     """The runtime's intra-op threads: the study's, or one per pinned core in a co-location split."""
     if cell["study"] == "colocation":
@@ -246,7 +230,7 @@ def run_launch(
         with time_limit(settings["timeout_s"]) as fired:
             runtime.load()
             load_s = time.perf_counter() - started
-            measured = SCENARIOS[cell["study"]](runtime, work)
+            measured = SCENARIOS[cell["study"]].measure(runtime, work)
             load_s = measured.pop("load_s", load_s)  # a runtime in another process reports its own
         record["runtime"] = runtime.describe()
     except LaunchTimeout as e:
@@ -287,3 +271,78 @@ def run_launch(
             ),
         }
     return record | {"status": "ok"}
+
+
+def runtime_launch(cell: dict, files: dict, settings: dict, repo: Path) -> dict:
+    """A launch that times a runtime on the cell's rows, checked against their reference scores."""
+    rows = load_set(files["rows"])
+    reference = read_json(files["reference"])
+    if reference["ids"] != [r["id"] for r in rows]:
+        raise RuntimeError(f"{files['reference']} does not match {files['rows']}")
+    scores = reference["scores"]
+    if settings.get("rows"):  # a study that scores only the first rows of its set
+        rows, scores = rows[: settings["rows"]], scores[: settings["rows"]]
+    options = settings.get("options", {}) | parse_params(cell["params"])
+    options |= {
+        "binary": files.get("binary"),
+        "operators": files.get("operators"),  # the native engine's, where the export calls them
+        "cache_root": str(Path(repo, "results/inductor-cache")),
+    }
+    spare_torch_import(cell["runtime"], cell["device"], options)  # ORT and native launches run no PyTorch
+    gate = files.get("fused_parity")  # the fused graph's gate may fail: then not timed
+    return run_launch(
+        cell,
+        rows,
+        scores,
+        files["model"],
+        files.get("onnx"),
+        settings,
+        options,
+        read_json(gate) if gate else None,
+    )
+
+
+def gemm_launch(cell: dict, files: dict, settings: dict, repo: Path) -> dict:
+    """A launch that times a GEMM library on the model's layer shapes (rmbench.probes.gemm)."""
+    return run_gemm_launch(cell, files["model"], settings)
+
+
+def tokenizer_launch(cell: dict, files: dict, settings: dict, repo: Path) -> dict:
+    """A launch that times a tokenizer on the cell's rows (rmbench.studies.tokenizer)."""
+    from rmbench.studies.tokenizer import run_tokenizer_launch
+
+    without_torch()  # it times tokenizers only
+    return run_tokenizer_launch(cell, load_set(files["rows"]), files["model"], files.get("binary"), settings)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """How a study's launch runs: `launch(cell, files, settings, repo)` returns its record;
+    `measure(runtime, work)`, where the launch times a runtime, is what run_launch times."""
+
+    launch: Callable[..., dict]
+    measure: Callable | None = None
+
+
+# Every study's launch, in one place (rmbench.plan.studies declares what each study compares).
+SCENARIOS = {
+    "latency": Scenario(runtime_launch, latency_scenario),
+    "zerocopy": Scenario(runtime_launch, latency_scenario),
+    "compile": Scenario(runtime_launch, latency_scenario),
+    "decomposition": Scenario(runtime_launch, latency_scenario),
+    "batching": Scenario(runtime_launch, batching_scenario),
+    "concurrency": Scenario(runtime_launch, concurrency_scenario),
+    "colocation": Scenario(runtime_launch, colocation_scenario),
+    "load": Scenario(runtime_launch, load_scenario),
+    "gemm": Scenario(gemm_launch),
+    "tokenizer": Scenario(tokenizer_launch),
+}
+
+
+def launch_cell(cell: dict, files: dict, settings: dict, repo: Path) -> dict:
+    """One launch of any study's cell, in this process: its record, without provenance. `files`:
+    the job's named inputs (rows, reference, model, onnx, binary, ...)."""
+    if settings.get("unsupported"):  # the runtime cannot score this model's family: said, untimed
+        record = {"cell": cell, "settings": settings, "status": "unsupported", "metrics": {}}
+        return record | {"reason": settings["unsupported"]}
+    return SCENARIOS[cell["study"]].launch(cell, files, settings, repo)

@@ -21,7 +21,7 @@ from rmbench.models.build import (
     token_ids,
     tokenizer_family,
 )
-from rmbench.studies.launch import percentile_summary
+from rmbench.studies.timing import percentile_summary
 
 TOKENIZERS = ("native", "hf_fast", "hf_backend", "hf_slow", "tiktoken")
 HF_TOKENIZERS = ("hf_fast", "hf_backend", "hf_slow")
