@@ -18,6 +18,7 @@ include: "workflow/rules/native.smk"
 include: "workflow/rules/precision.smk"
 include: "workflow/rules/bench.smk"
 include: "workflow/rules/analysis.smk"
+include: "workflow/rules/advise.smk"
 
 
 rule all:

@@ -4,8 +4,8 @@ A recorded run is a folder under docs/runlog/runs/: the small paper tables the d
 run.json (commit, date, host, wall times, and the hash of the config it ran). `record` makes one
 from a finished run's folder; `write` rewrites every generated block of README.md and
 docs/findings.md from the run that block names. `write --check` changes nothing and fails where a
-block differs, or where the config has changed since a quoted run (tests/test_readme.py runs it).
-From the repository root:
+block differs, or where the config has changed since the README's run (tests/test_readme.py runs
+it). From the repository root:
 
     rmbench-readme record docs/runlog/runs/NAME --run PATH \\
         --timing "bash envs/setup.sh=73" --timing "snakemake --cores 1 all=2750"
@@ -191,17 +191,18 @@ def write(check: bool, root: Path = ROOT) -> list[str]:
     return stale
 
 
-def quoted_runs(root: Path = ROOT) -> list[str]:
-    """The recorded runs the docs' generated blocks name, in order of first mention."""
-    runs = [match["run"] for name in DOCS for match in BLOCK.finditer((root / name).read_text())]
+def quoted_runs(root: Path = ROOT, docs: tuple[str, ...] = DOCS) -> list[str]:
+    """The recorded runs the generated blocks of `docs` name, in order of first mention."""
+    runs = [match["run"] for name in docs for match in BLOCK.finditer((root / name).read_text())]
     return list(dict.fromkeys(runs))
 
 
 def config_drift(root: Path = ROOT) -> list[str]:
-    """Why each quoted run no longer matches the config `all` runs now: its recorded hash differs
-    from the hash of the profile's config today, or it recorded none. Empty when all match."""
+    """Why each run the README quotes no longer matches the config `all` runs now: its recorded
+    hash differs from the hash of the profile's config today, or it recorded none. Empty when
+    all match. (docs/findings.md quotes dated evidence: a finding names its run, date and host.)"""
     found = []
-    for run in quoted_runs(root):
+    for run in quoted_runs(root, ("README.md",)):
         meta = json.loads((root / run / "run.json").read_text())
         profile = meta.get("profile", "default")
         now = config_hash(profile_config(root, profile))

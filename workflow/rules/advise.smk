@@ -1,0 +1,16 @@
+# One user's reward model, one command: which runtime, which batching, and the service line.
+#   snakemake --cores 1 advise --config rm=<model folder or hub id> [rows=<JSONL>]
+
+
+rule advise:
+    """Benchmarks the reward model `rm` with every runtime that can score its family and writes
+    results/advise/<its name>/advice.md and advice.json (rmbench.studies.advise)."""
+    input:
+        rows=config.get("rows") or "results/data/main60.jsonl",
+        binary=inputs.NATIVE_BINARY,
+    log:
+        "results/logs/advise.log",
+    params:
+        rm=config.get("rm", ""),
+    script:
+        "../scripts/advise.py"
