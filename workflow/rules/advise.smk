@@ -10,6 +10,8 @@ rule advise:
         binary=inputs.NATIVE_BINARY,
     log:
         "results/logs/advise.log",
+    conda:
+        "../../envs/bench.yaml"
     params:
         rm=config.get("rm", ""),
     script:

@@ -96,7 +96,19 @@ def headline_block(run: Path, root: Path) -> str:
                 "" if baseline else verdict_cell(row),
             ]
             lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines + ceiling_lines(run)) + "\n"
+    return "\n".join(lines + ceiling_lines(run) + stale_lines(meta, root)) + "\n"
+
+
+def stale_lines(meta: dict, root: Path) -> list[str]:
+    """A warning under the headline when the config has changed since the run (config_drift says
+    so too); none in a copy of the docs that has no config to compare with."""
+    if not (root / "config.yaml").exists():
+        return []
+    now = config_hash(profile_config(root, meta.get("profile", "default")))
+    if meta.get("config_hash") == now:
+        return []
+    ran = meta.get("config_hash", "unrecorded")
+    return ["", f"**Out of date:** the config changed since this run (hash {ran}, now {now}): rerun `all`."]
 
 
 def ceiling_lines(run: Path) -> list[str]:
