@@ -25,18 +25,20 @@ from pathlib import Path
 import numpy as np
 
 from rmbench.errors import ModelSourceError, RmbenchError
+from rmbench.export.precision import preference_fidelity
 from rmbench.models.build import count_tokens, load_tokenizer
 from rmbench.models.data import load_set
 from rmbench.models.families import family_of_folder
 from rmbench.plan.cells import parse_params
 from rmbench.plan.glue import read_json, write_json
+from rmbench.plan.inputs import NATIVE_BINARY
 from rmbench.plan.profiles import profile_config
+from rmbench.probes.provenance import host_label
 from rmbench.runtimes import RUNTIMES, runtime_class
 from rmbench.stats.across_launches import latency_verdict, t_interval
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository: its config's defaults, its git commit
 EMBEDDED_ROWS = "results/data/main60.jsonl"  # the pipeline's headline set (rule sample_set)
-NATIVE_BINARY = "results/native/bin/rmscore"
 SERVICE_PORT = 5000  # the advised service's; docs/runtimes.md serves other machines with a key
 # The batching policies tried on the fastest runtime (rmbench.runtimes.batching), the first alone.
 BATCHINGS = (
@@ -59,16 +61,20 @@ def timed_rows(rows: list[dict]) -> list[dict]:
 
 
 def preference_agreement(rows: list[dict], scores: list[float], reference: list[float]) -> float | None:
-    """The share of chosen/rejected pairs ranked as the PyTorch reference ranks them (None
-    without pairs)."""
+    """The share of chosen/rejected pairs ranked as the PyTorch reference ranks them (the fidelity
+    gate's measure, rmbench.export.precision.preference_fidelity); None without pairs."""
     index = {row["id"]: i for i, row in enumerate(rows)}
     pairs = [
         (index[r["id"][: -len("~rejected")]], i) for i, r in enumerate(rows) if r["id"].endswith("~rejected")
     ]
     if not pairs:
         return None
-    agree = [(scores[c] > scores[r]) == (reference[c] > reference[r]) for c, r in pairs]
-    return float(np.mean(agree))
+    chosen, rejected = zip(*pairs)
+    pick = lambda values, at: [values[i] for i in at]
+    found = preference_fidelity(
+        pick(scores, chosen), pick(scores, rejected), pick(reference, chosen), pick(reference, rejected)
+    )
+    return found["preference_agreement"]
 
 
 def runtime_options(name: str, binary: Path) -> dict:
@@ -411,8 +417,6 @@ def advise(
         advice["serve"] = serve_command(model, best, onnx, binary, serve_threads, best_batching)
         advice["trainer_url"] = f"http://127.0.0.1:{SERVICE_PORT}/get_reward"
     host = next((r for rs in ok.values() for r in rs), {}).get("provenance", {})
-    from rmbench.probes.provenance import host_label
-
     advice["host"] = host_label(host)
     advice["spent_s"] = budget.spent()
     write_json(advice, folder / "advice.json")
