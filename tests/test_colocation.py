@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 from rmbench.export.onnx import reference_scores
 from rmbench.models.generator import build_generator
-from rmbench.studies.colocation import core_split, pin_tree, run_generator, split_threads
+from rmbench.studies.colocation import Generator, core_split, pin_tree, run_generator, split_threads
 from rmbench.studies.launch import run_launch
 
 GENERATOR = {
@@ -40,11 +40,17 @@ def reference(tiny_model):
 def test_the_generator_writes_the_same_greedy_replies_of_a_fixed_length(tiny_model, generator):
     prompts = [r["prompt"] for r in tiny_model["rows"][:3]]
     arrived = []
-    replies, summary = run_generator(generator, prompts, [0], 1, 2, lambda i, reply: arrived.append(i))
+    process = Generator(generator, prompts, [0], 1, 2, passes=2)  # as a launch runs steps 1 and 3
+    try:
+        replies, summary = process.run(lambda i, reply: arrived.append(i))
+        # the first pass's takes its queue never read are still in the pipe: the second drops them
+        again, _ = process.run()
+    finally:
+        process.close()
     assert arrived == [0, 1, 2] and all(replies)  # each handed over as it was made, in order
     assert summary["new_tokens"] == 3 * generator["new_tokens"] and summary["wall_s"] > 0
-    again, _ = run_generator(generator, prompts, [0], 1, 2)
     assert again == replies
+    assert process.process.returncode == 0  # it had made both passes and exited
 
 
 def test_the_generator_runs_pytorch_beside_a_scorer_process_without_it(tiny_model, generator, monkeypatch):

@@ -7,11 +7,14 @@ Hugging Face folder. A launch runs it in its own process, pinned to its cores:
     python -m rmbench.models.generator --model-dir results/generator --prompts p.jsonl --new-tokens 32
 
 Each prompt is decoded greedily for exactly --new-tokens tokens (no sampling, no early stop), so
-a run's replies and its work are the same every time. It writes one JSON line per reply as soon
-as it is generated ({"i", "reply", "new_tokens", "gen_s"}), then {"done": true, "wall_s",
-"new_tokens"}: a consumer scores replies while the next ones are being generated. With --queue N
-at most N replies wait for the consumer, which takes one by writing a line to its stdin; the
-generator waits for room before it starts the next.
+a run's replies and its work are the same every time. Once loaded and warmed up on the first
+prompt, it writes {"ready": true} and waits. Each pass starts when the consumer writes a `go`
+line: it writes one JSON line per reply as soon as it is generated ({"i", "reply", "new_tokens",
+"gen_s"}), then {"done": true, "wall_s", "new_tokens"}. A consumer scores replies while the next
+ones are being generated. With --queue N at most N replies wait for the consumer, which takes one
+by writing a line to its stdin; the generator waits for room before it starts the next. With
+--passes N the same process runs N passes, so that the passes a launch compares pay neither the
+process's start nor the model's load.
 """
 
 from __future__ import annotations
@@ -59,37 +62,50 @@ def pin(cores: list[int] | None) -> None:
         os.sched_setaffinity(0, cores)
 
 
-def generate(model_dir: Path, prompts: list[str], new_tokens: int, threads: int, emit, wait=None) -> dict:
-    """Greedy replies of exactly `new_tokens` tokens to each prompt (its last tokens, up to what
-    the model's positions leave), handed to `emit` one by one as they are made; `wait(i)`, where
-    given, is called before reply i (the consumer's queue may be full)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+class Replier:
+    """The loaded generator: greedy replies of exactly `new_tokens` tokens to each prompt (its last
+    tokens, up to what the model's positions leave)."""
 
-    torch.set_num_threads(threads)
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir)).eval()
-    keep = model.config.n_positions - new_tokens
-    started, total = time.perf_counter(), 0
-    with torch.inference_mode():
+    def __init__(self, model_dir: Path, new_tokens: int, threads: int):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        torch.set_num_threads(threads)
+        self.torch = torch
+        self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        self.model = AutoModelForCausalLM.from_pretrained(str(model_dir)).eval()
+        self.new_tokens = new_tokens
+        self.keep = self.model.config.n_positions - new_tokens
+
+    def reply(self, prompt: str) -> tuple[str, int]:
+        """The reply and its token count."""
+        ids = self.tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"][
+            :, -self.keep :
+        ]
+        with self.torch.inference_mode():
+            out = self.model.generate(
+                ids,
+                attention_mask=self.torch.ones_like(ids),
+                max_new_tokens=self.new_tokens,
+                min_new_tokens=self.new_tokens,
+                do_sample=False,
+                pad_token_id=self.tokenizer.pad_token_id,
+            )
+        reply_ids = out[0, ids.shape[1] :]
+        return self.tokenizer.decode(reply_ids, skip_special_tokens=True), len(reply_ids)
+
+    def run(self, prompts: list[str], emit, wait=None) -> dict:
+        """One pass over the prompts, each reply handed to `emit` as it is made; `wait(i)`, where
+        given, is called before reply i (the consumer's queue may be full)."""
+        started, total = time.perf_counter(), 0
         for i, prompt in enumerate(prompts):
             if wait is not None:
                 wait(i)
-            ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"][:, -keep:]
             start = time.perf_counter()
-            out = model.generate(
-                ids,
-                attention_mask=torch.ones_like(ids),
-                max_new_tokens=new_tokens,
-                min_new_tokens=new_tokens,
-                do_sample=False,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-            reply_ids = out[0, ids.shape[1] :]
-            total += len(reply_ids)
-            reply = tokenizer.decode(reply_ids, skip_special_tokens=True)
-            emit({"i": i, "reply": reply, "new_tokens": len(reply_ids), "gen_s": time.perf_counter() - start})
-    return {"done": True, "wall_s": time.perf_counter() - started, "new_tokens": total}
+            reply, tokens = self.reply(prompt)
+            total += tokens
+            emit({"i": i, "reply": reply, "new_tokens": tokens, "gen_s": time.perf_counter() - start})
+        return {"done": True, "wall_s": time.perf_counter() - started, "new_tokens": total}
 
 
 def main(argv=None) -> None:
@@ -102,6 +118,7 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--queue", type=int, default=0, help="replies not yet taken, at most (one line on stdin takes one)"
     )
+    parser.add_argument("--passes", type=int, default=1, help="passes over the prompts, each started by `go`")
     args = parser.parse_args(argv)
     pin([int(c) for c in args.cores.split(",")] if args.cores else None)
     if not Path(args.model_dir, "config.json").is_file():
@@ -113,17 +130,29 @@ def main(argv=None) -> None:
     def emit(line: dict) -> None:
         print(json.dumps(line), flush=True)
 
+    def line() -> str:
+        read = sys.stdin.readline()
+        if not read:
+            raise SystemExit("the consumer is gone")
+        return read.strip()
+
     taken = 0
 
     def wait(i: int) -> None:
         """Holds reply i back while `--queue` replies wait for the consumer."""
         nonlocal taken
         while args.queue and i - taken >= args.queue:
-            if not sys.stdin.readline():
-                raise SystemExit("the consumer is gone")
+            line()
             taken += 1
 
-    emit(generate(Path(args.model_dir), prompts, args.new_tokens, args.threads, emit, wait))
+    replier = Replier(Path(args.model_dir), args.new_tokens, args.threads)
+    replier.reply(prompts[0])  # the first call's one-time costs, before any pass is timed
+    emit({"ready": True})
+    for _ in range(args.passes):
+        while line() != "go":
+            pass  # the last pass's takes that its queue never needed
+        taken = 0
+        emit(replier.run(prompts, emit, wait))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ def step_name(runtime: str, params: dict) -> str:
 def study_groups(study: dict) -> list[tuple[str, list[str], list[str], list[str], dict, dict]]:
     """(runtime, models, sets, devices, launch counts, launch caps) for one study: every runtime on
     the study's sets and models (those of them it names, if it names some), then the
-    replication's runtimes on the replication's sets, devices and counts."""
+    replication's runtimes on the replication's sets, devices, models and counts."""
     groups = [
         (
             runtime,
@@ -59,6 +59,7 @@ def study_groups(study: dict) -> list[tuple[str, list[str], list[str], list[str]
         cap = replicate.get("cap") or {}
         for runtime in replicate["runtimes"]:
             models = study["runtimes"][runtime].get("models") or study["models"]
+            models = [m for m in models if m in replicate.get("models", models)]
             groups.append((runtime, models, replicate["sets"], devices, launches, cap))
     return groups
 

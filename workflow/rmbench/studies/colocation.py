@@ -16,6 +16,7 @@ agree: co-location changes the time, not the result.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -64,14 +65,23 @@ def pin_tree(pid: int, cores: list[int]) -> None:
 
 
 class Generator:
-    """The generator's process on its cores. At most `queue` replies wait for the consumer: it
-    takes one (a line to the generator's stdin) when it is done with it, and the generator waits
-    for room before the next reply."""
+    """The generator's process on its cores, loaded and warmed up before any pass is timed. At most
+    `queue` replies wait for the consumer: it takes one (a line to the generator's stdin) when it
+    is done with it, and the generator waits for room before the next reply."""
 
-    def __init__(self, settings: dict, prompts: list[str], cores: list[int], threads: int, queue_size: int):
+    def __init__(
+        self,
+        settings: dict,
+        prompts: list[str],
+        cores: list[int],
+        threads: int,
+        queue_size: int,
+        passes: int = 1,
+    ):
         self._prompts = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)  # noqa: SIM115
         json.dump(prompts, self._prompts)
         self._prompts.close()
+        self.n = len(prompts)
         command = [
             sys.executable,
             "-m",
@@ -81,52 +91,65 @@ class Generator:
         ]
         command += ["--prompts", self._prompts.name, "--new-tokens", str(settings["new_tokens"])]
         command += ["--threads", str(threads), "--cores", ",".join(map(str, cores))]
-        command += ["--queue", str(queue_size)]
+        command += ["--queue", str(queue_size), "--passes", str(passes)]
         # The generator runs PyTorch even beside a scorer whose process was told not to import it.
         env = {k: v for k, v in os.environ.items() if k != "USE_TORCH"}
         env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")])
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
         )
-        self.summary: dict = {}
-
-    def __iter__(self):
-        """Each reply as it arrives; the next is taken when the loop asks for it."""
-        for line in self.process.stdout:
-            item = json.loads(line)
-            if item.get("done"):
-                self.summary = item
-                continue
-            yield item
-            self._take()
-        if self.process.wait() != 0 or not self.summary:
-            raise RuntimeError(f"the generator exited with code {self.process.returncode}")
-
-    def _take(self) -> None:
         try:
-            self.process.stdin.write("\n")
+            if not json.loads(self._line()).get("ready"):
+                raise RuntimeError("the generator did not say it was ready")
+        except BaseException:
+            self.close()
+            raise
+
+    def _line(self) -> str:
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the generator exited with code {self.process.wait()}")
+        return line
+
+    def _write(self, line: str) -> None:
+        try:
+            self.process.stdin.write(line + "\n")
             self.process.stdin.flush()
         except BrokenPipeError:
             pass  # it had made every reply and exited
 
+    def run(self, consume=None) -> tuple[list[str], dict]:
+        """One pass: the replies in prompt order and the generator's summary. `consume(i, reply)`
+        is called on each reply as it arrives (None: just collect), and the reply is taken when
+        it returns."""
+        self._write("go")
+        replies = [""] * self.n
+        while True:
+            item = json.loads(self._line())
+            if item.get("done"):
+                return replies, item
+            replies[item["i"]] = item["reply"]
+            if consume is not None:
+                consume(item["i"], item["reply"])
+            self._write("")
+
     def close(self) -> None:
-        if self.process.poll() is None:
+        """Ends the process: it exits by itself after its last pass, or at the end of its stdin."""
+        with contextlib.suppress(BrokenPipeError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
         Path(self._prompts.name).unlink(missing_ok=True)
 
 
 def run_generator(settings, prompts, cores, threads, queue_size, consume=None) -> tuple[list[str], dict]:
-    """The replies in prompt order and the generator's summary; `consume(i, reply)` is called on
-    each reply as it arrives (None: just collect), and the reply is taken when it returns."""
+    """One pass of a generator process of its own (Generator.run)."""
     generator = Generator(settings, prompts, cores, threads, queue_size)
-    replies = [""] * len(prompts)
     try:
-        for item in generator:
-            replies[item["i"]] = item["reply"]
-            if consume is not None:
-                consume(item["i"], item["reply"])
-        return replies, generator.summary
+        return generator.run(consume)
     finally:
         generator.close()
 
@@ -145,21 +168,29 @@ def score_each(runtime, pairs) -> tuple[list[float], list[float]]:
 
 def time_colocated(runtime, prompts: list[str], settings: dict, split: str, threads: int) -> dict:
     """Steps 1-3 (module docstring) for a loaded scorer: generation tokens/s, scoring rows/s,
-    end-to-end rows/s alone and together, and each one's slowdown when co-located."""
+    end-to-end rows/s alone and together, and each one's slowdown when co-located. One generator
+    process runs both passes, loaded before either: neither pays its start or its model's load."""
     cores = sorted(os.sched_getaffinity(0))
     scorer_cores, generator_cores = core_split(split, cores)
     pin_tree(os.getpid(), scorer_cores)
+    gen_threads = split_threads(split, threads)
     try:
-        return _time_colocated(runtime, prompts, settings, split, threads, scorer_cores, generator_cores)
+        generator = Generator(settings, prompts, generator_cores, gen_threads, settings["queue"], passes=2)
+        try:
+            return time_passes(runtime, prompts, generator) | {
+                "scorer_cores": scorer_cores,
+                "generator_cores": generator_cores,
+                "generator_threads": gen_threads,
+            }
+        finally:
+            generator.close()
     finally:
         pin_tree(os.getpid(), cores)  # the process's cores back: its record names the host it ran on
 
 
-def _time_colocated(runtime, prompts, settings, split, threads, scorer_cores, generator_cores) -> dict:
-    gen_threads, queue_size = split_threads(split, threads), settings["queue"]
-
+def time_passes(runtime, prompts: list[str], generator: Generator) -> dict:
     start = time.perf_counter()
-    replies, alone = run_generator(settings, prompts, generator_cores, gen_threads, queue_size)
+    replies, alone = generator.run()
     pairs = list(zip(prompts, replies))
     scores_alone, latencies_alone = score_each(runtime, pairs)
     sequential_s = time.perf_counter() - start  # generate everything, then score everything
@@ -172,9 +203,7 @@ def _time_colocated(runtime, prompts, settings, split, threads, scorer_cores, ge
         latencies_together[i] = (time.perf_counter() - row_start) * 1e3
 
     start = time.perf_counter()
-    replies_again, together = run_generator(
-        settings, prompts, generator_cores, gen_threads, queue_size, consume
-    )
+    replies_again, together = generator.run(consume)
     together_s = time.perf_counter() - start
     if replies_again != replies:
         raise RuntimeError(
@@ -201,7 +230,4 @@ def _time_colocated(runtime, prompts, settings, split, threads, scorer_cores, ge
         "colocation_gain": sequential_s / together_s,
         "score_drift": drift,
         "generated_tokens": together["new_tokens"],
-        "scorer_cores": scorer_cores,
-        "generator_cores": generator_cores,
-        "generator_threads": gen_threads,
     }
