@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 from rmbench.export.onnx import reference_scores
 from rmbench.models.generator import build_generator
-from rmbench.studies.colocation import Generator, core_split, pin_tree, run_generator, split_threads
+from rmbench.studies.colocation import Generator, core_split, pin_tree, split_threads
 from rmbench.studies.launch import run_launch
 
 GENERATOR = {
@@ -55,7 +55,11 @@ def test_the_generator_writes_the_same_greedy_replies_of_a_fixed_length(tiny_mod
 
 def test_the_generator_runs_pytorch_beside_a_scorer_process_without_it(tiny_model, generator, monkeypatch):
     monkeypatch.setenv("USE_TORCH", "0")  # what ORT-Python and native launches set (spare_torch_import)
-    replies, summary = run_generator(generator, [tiny_model["rows"][0]["prompt"]], [0], 1, 1)
+    process = Generator(generator, [tiny_model["rows"][0]["prompt"]], [0], 1, 1)
+    try:
+        replies, summary = process.run()
+    finally:
+        process.close()
     assert replies[0] and summary["new_tokens"] == generator["new_tokens"]
 
 

@@ -62,6 +62,17 @@ def test_gpu_cells_carry_gpu_resources_and_cpu_cells_do_not(fresh_copy, profile)
         assert cpu["resources"]["slurm_partition"] == "YOUR_CPU_PARTITION"
 
 
+def test_memory_requests_follow_each_models_size(fresh_copy):
+    """The default's 4-layer DeBERTa (182M weights, 128K embeddings) asks for more than its 4-layer
+    ELECTRA (82M); exporting a model asks for more than a launch on it (rmbench.plan.resources)."""
+    electra_cell = CPU_CELL.replace("/deberta/", "/electra/")
+    jobs = dry_run_jobs(fresh_copy, "default", (CPU_CELL, electra_cell))
+    mem = {path: int(job_for(jobs, path)["resources"]["mem_mb"]) for path in (CPU_CELL, electra_cell)}
+    assert mem[CPU_CELL] > mem[electra_cell] >= 2000
+    export = int(job_for(jobs, "results/onnx/deberta/model.onnx")["resources"]["mem_mb"])
+    assert export > mem[CPU_CELL]
+
+
 def test_every_job_of_the_default_dag_declares_standard_resources(fresh_copy):
     jobs = dry_run_jobs(fresh_copy, "default")
     assert len(jobs) > 5  # the cells and everything they need: data, models, export, build, gates

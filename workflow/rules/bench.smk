@@ -17,7 +17,7 @@ rule cell:
     # Every core: a measurement never shares the machine with another job.
     threads: all_cores
     resources:
-        mem_mb=CELL_MEM_MB,
+        mem_mb=job_memory("launch"),
         runtime=CELL_RUNTIME_MIN,
     params:
         settings=cell_settings,
@@ -42,7 +42,7 @@ rule warm_compile_cache:
         "../../envs/bench.yaml"
     threads: all_cores
     resources:
-        mem_mb=CELL_MEM_MB,
+        mem_mb=job_memory("launch"),
         runtime=CELL_RUNTIME_MIN,
     params:
         settings=cell_settings,
@@ -57,7 +57,7 @@ use rule cell as gpu_cell with:
     wildcard_constraints:
         device="cuda",
     resources:
-        mem_mb=CELL_MEM_MB,
+        mem_mb=job_memory("launch"),
         runtime=CELL_RUNTIME_MIN,
         gpu=1,
         gpu_manufacturer="nvidia",

@@ -26,6 +26,7 @@ from rmbench.plan.cells import (
     study_config as config_of,
 )
 from rmbench.plan import inputs
+from rmbench.plan.resources import job_mem_mb
 from rmbench.models.families import check_models, family
 from rmbench.plan.inputs import FIDELITY_PATH, FP32_SCORES_PATH, WARM_CACHE_PATH
 from rmbench.report.figures import FIGURES
@@ -80,9 +81,7 @@ PRIORITIES = launch_priorities(ALL_LAUNCHES, config["launch"]["order_seed"])
 # Data, models, exports, builds and gates run before any launch, so that every runtime's
 # launches become ready together and can take turns.
 SETUP_PRIORITY = len(PRIORITIES) + 1
-# A launch holds one model (the FastAPI runtime two processes, torch.compile its compiler); the
-# full 24-layer models need a few GB each. Its wall-clock limit is the launch timeout plus setup.
-CELL_MEM_MB = 16000
+# A launch's wall-clock limit is the launch timeout plus setup (its memory: job_memory).
 CELL_RUNTIME_MIN = int(config["launch"]["timeout_s"] // 60) + 10
 SWEEP_SETTINGS = sweep_settings(config)  # int8 settings of the quantization sweep, by name
 NATIVE_SOURCES = sorted(  # relative, so that a storage provider maps them like every other input
@@ -106,6 +105,11 @@ wildcard_constraints:
 
 def model_cfg(name):
     return config["models"][name] | {"name": name}
+
+
+def job_memory(job):
+    """A rule's mem_mb: what a `job` (rmbench.plan.resources.WEIGHT_COPIES) on its model needs."""
+    return lambda wildcards: job_mem_mb(model_cfg(wildcards.model), job)
 
 
 def used_models():

@@ -29,7 +29,7 @@ rule stand_in_model:
     conda:
         "../../envs/bench.yaml"
     resources:
-        mem_mb=8000,
+        mem_mb=job_memory("build"),
     params:
         model=lambda wildcards: model_cfg(wildcards.model),
     script:
@@ -63,7 +63,7 @@ rule model:
     conda:
         "../../envs/bench.yaml"
     resources:
-        mem_mb=8000,
+        mem_mb=job_memory("build"),
     params:
         model=lambda wildcards: model_cfg(wildcards.model),
     script:
@@ -99,7 +99,7 @@ rule export_onnx:
     conda:
         "../../envs/bench.yaml"
     resources:
-        mem_mb=12000,
+        mem_mb=job_memory("export"),
     params:
         opset=config["parity"]["opset"],
     script:
@@ -118,6 +118,8 @@ rule reference_scores:
     conda:
         "../../envs/bench.yaml"
     threads: threads()
+    resources:
+        mem_mb=job_memory("reference"),
     params:
         threads=threads(),
     script:
@@ -138,6 +140,8 @@ rule parity:
     conda:
         "../../envs/bench.yaml"
     threads: threads()
+    resources:
+        mem_mb=job_memory("reference"),
     params:
         parity=config["parity"],
         threads=threads(),

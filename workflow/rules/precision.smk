@@ -14,7 +14,7 @@ rule quantize_onnx:
     conda:
         "../../envs/bench.yaml"
     resources:
-        mem_mb=12000,
+        mem_mb=job_memory("graph"),
     params:
         quantization=config["quantization"],
         matmul_parts=matmul_parts,
@@ -46,7 +46,7 @@ rule optimize_onnx:
     conda:
         "../../envs/bench.yaml"
     resources:
-        mem_mb=12000,
+        mem_mb=job_memory("graph"),
     script:
         "../scripts/optimize_onnx.py"
 
@@ -82,7 +82,7 @@ rule export_onnx_relative_shift:
     conda:
         "../../envs/bench.yaml"
     resources:
-        mem_mb=12000,
+        mem_mb=job_memory("export"),
     params:
         opset=config["parity"]["opset"],
         attention="relative_shift",
@@ -346,7 +346,7 @@ rule int8_sweep:
         "../../envs/bench.yaml"
     threads: threads()
     resources:
-        mem_mb=12000,
+        mem_mb=job_memory("graph"),
     params:
         settings=sweep_setting,
         matmul_parts=matmul_parts,

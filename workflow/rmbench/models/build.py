@@ -17,7 +17,14 @@ import tempfile
 from pathlib import Path
 
 from rmbench.errors import ModelSourceError
-from rmbench.models.families import FAMILY_FILE, family, family_of_class, family_of_folder, write_family
+from rmbench.models.families import (
+    FAMILY_FILE,
+    declared_config,
+    family,
+    family_of_class,
+    family_of_folder,
+    write_family,
+)
 from rmbench.models.wheels import wheel_file
 
 # DeBERTa-v3's special tokens and their ids.
@@ -193,31 +200,8 @@ def synthetic_config(model_cfg: dict):
     """The real architecture's config, with the depth (and for smoke runs, width) overridden."""
     from transformers import AutoConfig
 
-    arch = family(model_cfg["architecture"])
-    values = dict(arch["config"])
-    model_type = values.pop("model_type")
-    if model_cfg.get("layers"):
-        if model_cfg["layers"] > values["num_hidden_layers"]:
-            raise ModelSourceError(
-                f"model '{model_cfg.get('name')}': layers {model_cfg['layers']} is more than "
-                f"{arch['name']}'s {values['num_hidden_layers']}"
-            )
-        values["num_hidden_layers"] = model_cfg["layers"]
-    heads = values["num_attention_heads"]
-    for key in ("hidden_size", "num_attention_heads", "intermediate_size"):
-        if model_cfg.get(key):
-            values[key] = model_cfg[key]
-    narrowed = model_cfg.get("hidden_size") or model_cfg.get("num_attention_heads")
-    if narrowed and "head_dim" in values:  # heads split the narrowed width; key-value groups kept
-        values["head_dim"] = values["hidden_size"] // values["num_attention_heads"]
-        group = heads // values["num_key_value_heads"]
-        values["num_key_value_heads"] = max(1, values["num_attention_heads"] // group)
-    for tied in ("embedding_size", "pooler_hidden_size"):
-        if tied in values:
-            values[tied] = values["hidden_size"]
-    values["initializer_range"] = model_cfg.get("init_std", 0.02)
-    values["architectures"] = [arch["class"]]
-    return AutoConfig.for_model(model_type, **values)
+    values = declared_config(model_cfg)
+    return AutoConfig.for_model(values.pop("model_type"), **values)
 
 
 # Generated dialogues a synthetic model's head is calibrated on.

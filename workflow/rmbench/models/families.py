@@ -300,6 +300,49 @@ def resolved_export(optimizer: str, declared: dict) -> str:
     return declared["engine_export"] if optimizer == FAMILY_EXPORT else optimizer
 
 
+def declared_config(model_cfg: dict) -> dict:
+    """A synthetic model's config.json values: its family's real config with the depth (and for
+    smoke runs, the width) the model entry overrides. No library is imported: the plan reads it
+    for memory requests, the build hands it to transformers."""
+    declared = family(model_cfg["architecture"])
+    values = dict(declared["config"])
+    if model_cfg.get("layers"):
+        if model_cfg["layers"] > values["num_hidden_layers"]:
+            raise ModelSourceError(
+                f"model '{model_cfg.get('name')}': layers {model_cfg['layers']} is more than "
+                f"{declared['name']}'s {values['num_hidden_layers']}"
+            )
+        values["num_hidden_layers"] = model_cfg["layers"]
+    heads = values["num_attention_heads"]
+    for key in ("hidden_size", "num_attention_heads", "intermediate_size"):
+        if model_cfg.get(key):
+            values[key] = model_cfg[key]
+    narrowed = model_cfg.get("hidden_size") or model_cfg.get("num_attention_heads")
+    if narrowed and "head_dim" in values:  # heads split the narrowed width; key-value groups kept
+        values["head_dim"] = values["hidden_size"] // values["num_attention_heads"]
+        group = heads // values["num_key_value_heads"]
+        values["num_key_value_heads"] = max(1, values["num_attention_heads"] // group)
+    for tied in ("embedding_size", "pooler_hidden_size"):
+        if tied in values:
+            values[tied] = values["hidden_size"]
+    values["initializer_range"] = model_cfg.get("init_std", 0.02)
+    values["architectures"] = [declared["class"]]
+    return values
+
+
+def model_shape(model_cfg: dict) -> dict:
+    """The config.json values of the model an entry names, before it is built or downloaded: a
+    local folder's own where it has one, else its family's (a synthetic model's with the entry's
+    overrides; a hub model at the published shape)."""
+    local = model_cfg.get("local_path")
+    if model_cfg["source"] == "local" and local and Path(local, "config.json").is_file():
+        return json.loads(Path(local, "config.json").read_text())
+    if model_cfg["source"] == "hub":
+        declared = family(model_cfg["architecture"])
+        return dict(declared["config"]) | {"architectures": [declared["class"]]}
+    return declared_config(model_cfg)  # synthetic, or a stand-in not yet written
+
+
 def family_of_class(hf_class: str) -> dict:
     """The family whose reward-model class is `hf_class` (a loaded model or its config.json)."""
     for name, declaration in FAMILIES.items():

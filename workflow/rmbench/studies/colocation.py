@@ -145,15 +145,6 @@ class Generator:
         Path(self._prompts.name).unlink(missing_ok=True)
 
 
-def run_generator(settings, prompts, cores, threads, queue_size, consume=None) -> tuple[list[str], dict]:
-    """One pass of a generator process of its own (Generator.run)."""
-    generator = Generator(settings, prompts, cores, threads, queue_size)
-    try:
-        return generator.run(consume)
-    finally:
-        generator.close()
-
-
 def score_each(runtime, pairs) -> tuple[list[float], list[float]]:
     """Each pair scored alone: scores and per-row milliseconds, timed around score() as the
     co-located step times each reply (not Runtime.time_rows_alone, which a runtime may time in
@@ -189,6 +180,8 @@ def time_colocated(runtime, prompts: list[str], settings: dict, split: str, thre
 
 
 def time_passes(runtime, prompts: list[str], generator: Generator) -> dict:
+    """Generating then scoring (steps 1 and 2), then both at once (step 3), from a loaded
+    generator's two passes."""
     start = time.perf_counter()
     replies, alone = generator.run()
     pairs = list(zip(prompts, replies))
