@@ -87,6 +87,22 @@ def test_a_runtime_that_cannot_run_is_a_row_with_its_reason(tiny_decoder, rows_f
     assert "No runtime scored the model" in (tmp_path / "advice.md").read_text()
 
 
+def test_what_the_budget_left_out_is_said(tiny_decoder, rows_file, tmp_path):
+    """Two rounds always run; past them a spent budget stops the comparison, and the advice says
+    which steps it did not reach instead of leaving them out silently."""
+    run = advise(
+        tiny_decoder["model"], rows_file, tmp_path, "--runtimes", "ort_python", "--budget-min", "0.01"
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    advice = json.loads((tmp_path / "advice.json").read_text())
+    assert [row["launches"] for row in advice["runtimes"]] == [2]
+    assert advice["batching"] == [] and "time budget was spent" in advice["batching_reason"]
+    text = (tmp_path / "advice.md").read_text()
+    assert f"Batching: {advice['batching_reason']}." in text
+    if advice["cpu_threads"] > 1:
+        assert "time budget was spent" in advice["threads"]["reason"] and advice["threads"]["reason"] in text
+
+
 def test_an_unknown_architecture_is_refused_naming_the_known_families(tmp_path, rows_file):
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text(

@@ -182,14 +182,18 @@ class Budget:
         self.say(f"{what} ({self.spent():.0f} s spent, at most {left:.0f} s left)")
 
 
-def run_rounds(names, make_spec, folder, budget, launches: int, cap: int, stop) -> tuple[dict, dict]:
+def run_rounds(
+    names, make_spec, folder, budget, launches: int, cap: int, stop, reserve: int = 0
+) -> tuple[dict, dict]:
     """Rounds of one launch per runtime (in a seeded shuffled order) until `stop(ok)` after the
-    first `launches` rounds, `cap` rounds, or the budget. Returns the ok records and the failures."""
+    first `launches` rounds, `cap` rounds, or the budget, keeping `reserve` launches' time for the
+    steps after. Returns the ok records and the failures."""
     ok, failed = {name: [] for name in names}, {}
     order = random.Random(20261207)
     for round_ in range(1, cap + 1):
         live = [name for name in names if name not in failed]
-        if not live or (round_ > launches and stop(ok)) or (round_ > 2 and not budget.allows(len(live))):
+        over = round_ > 2 and not budget.allows(len(live) + reserve)
+        if not live or (round_ > launches and stop(ok)) or over:
             break
         order.shuffle(live)
         for name in live:
@@ -266,19 +270,28 @@ def summary_row(name: str, records: list[dict], rows: list[dict], reference: lis
     }
 
 
+# Launches of the steps after the runtimes' rounds: the fastest on one thread, then each
+# batching policy twice. The rounds leave their time in the budget.
+THREAD_LAUNCHES = 3
+BATCHING_LAUNCHES = 2
+BUDGET_SPENT = "not compared: the time budget was spent (--budget-min)"
+
+
 def compare_threads(best: str, ok: dict, spec, folder: Path, budget: Budget, threads: int) -> dict | None:
     """The fastest runtime on one thread against all usable cores (its launches so far): more
     threads pay only where their p50 interval lies below one thread's. Otherwise one thread is
     advised, leaving the other cores to the trainer."""
-    if threads < 2 or not budget.allows(3):
-        return None
+    if threads < 2:
+        return {"compared": [threads], "best": threads, "reason": "this process may use one core only"}
+    if not budget.allows(THREAD_LAUNCHES):
+        return {"compared": [threads], "best": threads, "reason": BUDGET_SPENT}
     one, failed = run_rounds(
         [best],
         lambda name, i: spec(name, "latency", "set~user", i, 1),
         folder,
         budget,
-        3,
-        3,
+        THREAD_LAUNCHES,
+        THREAD_LAUNCHES,
         lambda _: True,
     )
     if failed or not one:
@@ -368,8 +381,10 @@ def advise(
         }
 
     reference = read_json(folder / "reference.json")["scores"]
+    batches = any("batching" in runtime_class(n).studies for n in names)
+    reserve = (THREAD_LAUNCHES if threads > 1 else 0) + (BATCHING_LAUNCHES * len(BATCHINGS) if batches else 0)
     ok, failed = run_rounds(
-        names, lambda n, i: spec(n, "latency", "set~user", i), folder, budget, launches, cap, settled
+        names, lambda n, i: spec(n, "latency", "set~user", i), folder, budget, launches, cap, settled, reserve
     )
     refused |= failed
     order = standings(ok, "p50_ms")
@@ -389,16 +404,20 @@ def advise(
     best = order[0] if order else None
     advice["threads"] = compare_threads(best, ok, spec, folder, budget, threads) if best else None
     serve_threads = advice["threads"]["best"] if advice["threads"] else threads
-    batching_rows, best_batching = [], None
-    if best and "batching" in runtime_class(best).studies and budget.allows(len(BATCHINGS)):
+    batching_rows, best_batching, advice["batching_reason"] = [], None, None
+    if best and "batching" not in runtime_class(best).studies:
+        advice["batching_reason"] = f"not compared: {best} has no batching policies"
+    elif best and not budget.allows(BATCHING_LAUNCHES * len(BATCHINGS)):
+        advice["batching_reason"] = BUDGET_SPENT
+    elif best:
         variants = {"+".join(f"{k}~{v}" for k, v in b.items()): b for b in BATCHINGS}
         ok_b, failed_b = run_rounds(
             list(variants),
             lambda v, i: spec(best, "batching", f"set~user+{v}", i, serve_threads),
             folder,
             budget,
-            2,
-            2,
+            BATCHING_LAUNCHES,
+            BATCHING_LAUNCHES,
             lambda _: True,
         )
         batching_rows = [
@@ -463,12 +482,16 @@ def advice_markdown(advice: dict) -> str:
             f"| {row['runtime']} | {row['launches']} | {_ms(row['p50_ms'], row['p50_ms_ci'])} | "
             f"{_ms(row['p95_ms'], row['p95_ms_ci'])} | {row['max_abs_score_diff']:.2g} | {agreement} |"
         )
-    if advice.get("threads") and "p50_ms" in advice["threads"]:
-        t = advice["threads"]
+    t = advice.get("threads")
+    if t and "p50_ms" in t:
         lines += [
             "",
             f"Threads: {t['verdict']} (p50 {', '.join(f'{n}: {ms:.1f} ms' for n, ms in t['p50_ms'].items())}); advised: {t['best']}.",
         ]
+    elif t:
+        lines += ["", f"Threads: {t['reason']}; advised: {t['best']}."]
+    if advice.get("batching_reason"):
+        lines += ["", f"Batching: {advice['batching_reason']}."]
     if advice["batching"]:
         lines += ["", f"Batching on {advice['fastest']}:", "", "| batching | rows/s |", "|---|---|"]
         for row in advice["batching"]:
