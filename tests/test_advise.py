@@ -96,11 +96,14 @@ def test_what_the_budget_left_out_is_said(tiny_decoder, rows_file, tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     advice = json.loads((tmp_path / "advice.json").read_text())
     assert [row["launches"] for row in advice["runtimes"]] == [2]
-    assert advice["batching"] == [] and "time budget was spent" in advice["batching_reason"]
+    assert advice["batching"] == [] and "would not fit in the time budget left" in advice["batching_reason"]
     text = (tmp_path / "advice.md").read_text()
     assert f"Batching: {advice['batching_reason']}." in text
     if advice["cpu_threads"] > 1:
-        assert "time budget was spent" in advice["threads"]["reason"] and advice["threads"]["reason"] in text
+        assert (
+            "would not fit in the time budget left" in advice["threads"]["reason"]
+            and advice["threads"]["reason"] in text
+        )
 
 
 def test_an_unknown_architecture_is_refused_naming_the_known_families(tmp_path, rows_file):

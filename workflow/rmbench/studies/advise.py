@@ -274,7 +274,7 @@ def summary_row(name: str, records: list[dict], rows: list[dict], reference: lis
 # batching policy twice. The rounds leave their time in the budget.
 THREAD_LAUNCHES = 3
 BATCHING_LAUNCHES = 2
-BUDGET_SPENT = "not compared: the time budget was spent (--budget-min)"
+BUDGET_SPENT = "not compared: its launches would not fit in the time budget left (--budget-min)"
 
 
 def compare_threads(best: str, ok: dict, spec, folder: Path, budget: Budget, threads: int) -> dict | None:
