@@ -4,8 +4,15 @@ model entry names, checked against the sizes the model cards publish."""
 import json
 
 import pytest
-from rmbench.models.families import family, model_shape
-from rmbench.plan.resources import BASE_MB, FP32_BYTES, WEIGHT_COPIES, job_mem_mb, parameter_count
+from rmbench.models.families import family
+from rmbench.plan.resources import (
+    BASE_MB,
+    FP32_BYTES,
+    WEIGHT_COPIES,
+    job_mem_mb,
+    model_shape,
+    parameter_count,
+)
 
 
 def hub(architecture: str) -> dict:

@@ -330,19 +330,6 @@ def declared_config(model_cfg: dict) -> dict:
     return values
 
 
-def model_shape(model_cfg: dict) -> dict:
-    """The config.json values of the model an entry names, before it is built or downloaded: a
-    local folder's own where it has one, else its family's (a synthetic model's with the entry's
-    overrides; a hub model at the published shape)."""
-    local = model_cfg.get("local_path")
-    if model_cfg["source"] == "local" and local and Path(local, "config.json").is_file():
-        return json.loads(Path(local, "config.json").read_text())
-    if model_cfg["source"] == "hub":
-        declared = family(model_cfg["architecture"])
-        return dict(declared["config"]) | {"architectures": [declared["class"]]}
-    return declared_config(model_cfg)  # synthetic, or a stand-in not yet written
-
-
 def family_of_class(hf_class: str) -> dict:
     """The family whose reward-model class is `hf_class` (a loaded model or its config.json)."""
     for name, declaration in FAMILIES.items():

@@ -3,15 +3,16 @@
 A job asks for what its model needs at its peak: a base for the interpreter and its libraries,
 plus some copies of the fp32 weights. A cluster executor places the job on a node with that much
 (`mem_mb`); a local run caps its jobs with `--resources mem_mb=...`. A toy model asks for the
-base; Llama-3.1-8B at full depth asks for over 90 GB a launch.
+base; Llama-3.1-8B at full depth asks for 88 GB a launch.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
-from rmbench.models.families import model_shape
-from rmbench.probes.flops import layer_weight_shapes
+from rmbench.models.families import declared_config, family
+from rmbench.probes.flops import layer_weight_shapes, model_config
 
 # Python with PyTorch, ONNX Runtime, transformers and a tokenizer loaded, and no model (0.4-0.5
 # GB each), with room for a second process: the FastAPI service's, torch.compile's compiler.
@@ -23,6 +24,19 @@ BASE_MB = 2000
 # Quantizing and optimizing read one graph and write another.
 WEIGHT_COPIES = {"launch": 3, "build": 2, "export": 4, "graph": 3, "reference": 2}
 FP32_BYTES = 4
+
+
+def model_shape(model_cfg: dict) -> dict:
+    """The config.json values of the model an entry names, before it is built or downloaded: a
+    local folder's own where it has one, else its family's (a synthetic model's with the entry's
+    overrides; a hub model at the published shape)."""
+    local = model_cfg.get("local_path")
+    if model_cfg["source"] == "local" and local and Path(local, "config.json").is_file():
+        return model_config(local)
+    if model_cfg["source"] == "hub":
+        declared = family(model_cfg["architecture"])
+        return dict(declared["config"]) | {"architectures": [declared["class"]]}
+    return declared_config(model_cfg)  # synthetic, or a stand-in not yet written
 
 
 def parameter_count(shape: dict) -> int:
