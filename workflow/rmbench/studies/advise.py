@@ -94,7 +94,8 @@ def refusal(name: str, family: dict, binary: Path) -> str | None:
 
 
 def launch_in_fresh_process(spec: dict, folder: Path) -> dict:
-    """One launch in a new Python process (python -m rmbench.studies.advise --launch SPEC)."""
+    """One launch in a new Python process (python -m rmbench.studies.launch SPEC), which imports
+    what the launch needs and none of the statistics this module does."""
     cell = spec["cell"]
     threads = spec["settings"]["threads"]
     path = (
@@ -105,7 +106,7 @@ def launch_in_fresh_process(spec: dict, folder: Path) -> dict:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(spec, path.with_suffix(".spec.json"))
     done = subprocess.run(
-        [sys.executable, "-m", "rmbench.studies.advise", "--launch", str(path.with_suffix(".spec.json"))],
+        [sys.executable, "-m", "rmbench.studies.launch", str(path.with_suffix(".spec.json"))],
         capture_output=True,
         text=True,
         check=False,
@@ -118,21 +119,6 @@ def launch_in_fresh_process(spec: dict, folder: Path) -> dict:
             "reason": " | ".join(tail)[-500:] or f"exit {done.returncode}",
         }
     return read_json(path)
-
-
-def run_spec(spec_path: Path) -> None:
-    """The child's side: runs the launch the spec describes and writes its record beside it."""
-    from rmbench.probes.provenance import provenance
-    from rmbench.runtimes import spare_torch_import
-    from rmbench.studies.launch import run_launch
-
-    spec = read_json(spec_path)
-    cell = spec["cell"]
-    rows, reference = load_set(spec["rows"]), read_json(spec["reference"])["scores"]
-    spare_torch_import(cell["runtime"], "cpu", spec["options"])
-    record = run_launch(cell, rows, reference, spec["model"], spec["onnx"], spec["settings"], spec["options"])
-    record["provenance"] = provenance(ROOT, "cpu")
-    write_json(record, Path(str(spec_path).removesuffix(".spec.json") + ".json"))
 
 
 def interval_of(records: list[dict], metric: str):
@@ -373,6 +359,7 @@ def advise(
             "rows": str(folder / "rows.jsonl"),
             "reference": str(folder / "reference.json"),
             "model": str(model),
+            "repo": str(ROOT),
             "onnx": str(onnx) if onnx and runtime_class(name).onnx_needed({}) else None,
             "settings": settings | {"threads": threads_},
             "options": runtime_options(name, binary)
@@ -531,11 +518,7 @@ def main(argv: list[str] | None = None, log=None) -> int:
         "--max-rows", type=int, default=30, help="rows of --rows used (each with its rejected reply)"
     )
     parser.add_argument("--cap", type=int, default=8, help="launches per runtime at most (3 at least)")
-    parser.add_argument("--launch", type=Path, help=argparse.SUPPRESS)  # the child process's side
     args = parser.parse_args(argv)
-    if args.launch:
-        run_spec(args.launch)
-        return 0
     if args.model is None:
         parser.error("name the reward model's folder")
     if not args.rows.exists():

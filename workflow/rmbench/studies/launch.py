@@ -20,7 +20,7 @@ from rmbench.export.onnx import parity_failure
 from rmbench.models.build import without_torch
 from rmbench.models.data import load_set
 from rmbench.plan.cells import parse_params
-from rmbench.plan.glue import read_json
+from rmbench.plan.glue import read_json, write_json
 from rmbench.probes.flops import achieved_gflops
 from rmbench.probes.gemm import best_probe, probe_ceiling, run_gemm_launch
 from rmbench.probes.provenance import nvidia_gpu_present
@@ -346,3 +346,23 @@ def launch_cell(cell: dict, files: dict, settings: dict, repo: Path) -> dict:
         record = {"cell": cell, "settings": settings, "status": "unsupported", "metrics": {}}
         return record | {"reason": settings["unsupported"]}
     return SCENARIOS[cell["study"]].launch(cell, files, settings, repo)
+
+
+def launch_from_spec(spec_path: Path) -> None:
+    """One launch a spec file describes (rmbench.studies.advise writes them), in this process;
+    its record lands beside the spec, provenance included."""
+    from rmbench.probes.provenance import provenance
+
+    spec = read_json(spec_path)
+    cell = spec["cell"]
+    rows, reference = load_set(spec["rows"]), read_json(spec["reference"])["scores"]
+    spare_torch_import(cell["runtime"], "cpu", spec["options"])
+    record = run_launch(cell, rows, reference, spec["model"], spec["onnx"], spec["settings"], spec["options"])
+    record["provenance"] = provenance(spec["repo"], "cpu")
+    write_json(record, Path(str(spec_path).removesuffix(".spec.json") + ".json"))
+
+
+if __name__ == "__main__":  # python -m rmbench.studies.launch SPEC: advise's fresh process per launch
+    import sys
+
+    launch_from_spec(Path(sys.argv[1]))
