@@ -166,18 +166,20 @@ def crashing_engine(workdir: Path):
 
 
 class Follower:
-    """A test module's start_after_smoke(smoke, folder), run in a thread once the smoke run is
-    done: a slice that mostly waits (on a cluster) overlaps the checks of the smoke run's results.
-    result() waits for what it returned and raises what it raised."""
+    """A test module's start_after_smoke(copies), run in a thread once the smoke run has made what
+    the module's SMOKE_NEEDS names: a slice that mostly waits (on a cluster) overlaps the rest of
+    the smoke run and the unit tests. copies: {name: a pipeline copy reusing the smoke run's
+    results}, one per name in the module's SMOKE_COPIES. result() waits for what it returned and
+    raises what it raised."""
 
-    def __init__(self, start, smoke: Path, folder: Path):
+    def __init__(self, start, copies: dict[str, Path]):
         self.value, self.error = None, None
-        self.thread = threading.Thread(target=self._run, args=(start, smoke, folder), daemon=True)
+        self.thread = threading.Thread(target=self._run, args=(start, copies), daemon=True)
         self.thread.start()
 
-    def _run(self, start, smoke, folder):
+    def _run(self, start, copies):
         try:
-            self.value = start(smoke, folder)
+            self.value = start(copies)
         except Exception as error:  # noqa: BLE001 (raised again in the test that asks for the result)
             self.error = error
 
@@ -190,9 +192,11 @@ class Follower:
 
 class SmokeRun:
     """The smoke profile's `all` on a fresh copy of the repository, started in the background when
-    the session starts, so the unit tests run beside it. Its first step builds the native engine
-    (the tests' one build); `all` then finds it up to date. Then its followers start: {module:
-    (its start_after_smoke, a folder of its own)}. `finished`: a run already made (nothing runs)."""
+    the session starts, so the unit tests run beside it. In three steps: the native engine (the
+    tests' one build); what the followers reuse (their modules' SMOKE_NEEDS, files `all` makes
+    anyway), after which the followers start on copies of their own; then `all`, which finds
+    both up to date. followers: {module name: the module (start_after_smoke, SMOKE_NEEDS,
+    SMOKE_COPIES) and a folder of its own}. `finished`: a run already made (nothing runs)."""
 
     def __init__(self, workdir: Path, followers: dict, finished: bool = False):
         self.workdir, self.followers = workdir, followers
@@ -206,13 +210,23 @@ class SmokeRun:
         if not finished:
             self._snakemake(*NATIVE_OUTPUTS)
         self.built.set()
+        needs = sorted({path for module, _ in self.followers.values() for path in module.SMOKE_NEEDS})
+        if needs and not (self.failure or finished):
+            self._snakemake(*needs)
+        if not self.failure:
+            # The copies are made before `all` starts: none links a file half written.
+            self.started = {
+                name: Follower(
+                    module.start_after_smoke,
+                    {
+                        copy: pipeline_copy(folder / copy / "rmbench", self.workdir)
+                        for copy in module.SMOKE_COPIES
+                    },
+                )
+                for name, (module, folder) in self.followers.items()
+            }
         if not (self.failure or finished):
             self._snakemake("all")
-        if not self.failure:
-            self.started = {
-                name: Follower(start, self.workdir, folder)
-                for name, (start, folder) in self.followers.items()
-            }
         self.finished.set()
 
     def _snakemake(self, *targets):
@@ -258,7 +272,7 @@ def smoke_pipeline(request, tmp_path_factory):
     """The background smoke run, started by the session's first test where any collected test
     needs its results or the native engine."""
     modules = {item.module for item in request.session.items if hasattr(item.module, "start_after_smoke")}
-    followers = {m.__name__: (m.start_after_smoke, tmp_path_factory.mktemp(m.__name__)) for m in modules}
+    followers = {m.__name__: (m, tmp_path_factory.mktemp(m.__name__)) for m in modules}
     # A developer iterating on these checks may point them at a finished smoke run of the current
     # tree instead of making a new one (CI never sets it).
     if os.environ.get("RMBENCH_SMOKE_DIR"):

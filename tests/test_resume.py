@@ -1,7 +1,7 @@
 """What a user does when a run breaks: resume a killed run, rerun a failed cell by naming its file.
 Both on a slice of the pipeline that reuses the smoke run's data, models, exports, gates and build,
-run in a thread as soon as the smoke run is done (start_after_smoke), beside the checks of its
-results; the tests then check what each scenario saw."""
+run in a thread as soon as the smoke run has made them (start_after_smoke), beside the rest of it;
+the tests then check what each scenario saw."""
 
 import hashlib
 import json
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import crashing_engine, pipeline_copy, snakemake, user_env
+from conftest import crashing_engine, snakemake, user_env
 
 EAGER = "results/cells/latency/electra/cpu/hf_eager/set~main60"
 NATIVE_CELL = "results/cells/latency/electra/cpu/native/set~main60/launch~1.json"
@@ -92,13 +92,18 @@ def fail_and_rerun(workdir) -> dict:
 SCENARIOS = {"kill": kill_mid_launch_and_resume, "fail": fail_and_rerun}
 
 
-def start_after_smoke(smoke: Path, folder: Path) -> dict:
-    """conftest runs this in a thread once the smoke run is done, beside the checks of its results:
-    each scenario on its own copy of the repository (reusing the smoke run's inputs and build)."""
+# What the scenarios reuse from the smoke run (conftest makes these first), and their copies.
+SMOKE_NEEDS = [f"{EAGER}/launch~1.json", NATIVE_CELL]
+SMOKE_COPIES = tuple(SCENARIOS)
+
+
+def start_after_smoke(copies: dict[str, Path]) -> dict:
+    """conftest runs this in a thread once the smoke run has made SMOKE_NEEDS, beside the rest of
+    it: each scenario on its own copy of the repository (reusing the smoke run's inputs and build)."""
     outcomes = {}
     for name, scenario in SCENARIOS.items():
         try:
-            outcomes[name] = scenario(pipeline_copy(folder / name / "rmbench", smoke))
+            outcomes[name] = scenario(copies[name])
         except Exception as error:  # noqa: BLE001 (raised again in the scenario's test)
             outcomes[name] = error
     return outcomes

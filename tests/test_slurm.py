@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, crashing_engine, needs, pipeline_copy, snakemake
+from conftest import ROOT, crashing_engine, needs, snakemake
 
 needs(
     shutil.which("sbatch") is not None and os.geteuid() == 0,
@@ -86,13 +86,23 @@ def states(job_ids) -> dict[str, str]:
     return dict(line.split("|", 1) for line in out.split())
 
 
-def start_after_smoke(smoke: Path, folder: Path):
-    """conftest starts this in a thread once the smoke run is done, so that the cluster's waits
-    overlap the checks of its results: the cluster, then the slice on a copy of the repository."""
+# What the slice reuses from the smoke run, made first (conftest): the gates, exports and data of
+# its cells, both sets. Its own copy of the repository then reuses them.
+SMOKE_NEEDS = [
+    "results/cells/latency/electra/cpu/hf_eager/set~main60/launch~1.json",
+    "results/cells/latency/electra/cpu/native/set~main60/launch~1.json",
+    "results/cells/latency/electra/cpu/native/set~rep60a/launch~1.json",
+]
+SMOKE_COPIES = ("slice",)
+
+
+def start_after_smoke(copies: dict[str, Path]):
+    """conftest starts this in a thread once the smoke run has made SMOKE_NEEDS, so that the
+    cluster's waits overlap the rest of it: the cluster, then the slice on its copy."""
     started = cluster("start")
     if started.returncode != 0:
         raise RuntimeError(f"envs/slurm-cluster.sh start failed:\n{started.stderr}")
-    workdir = pipeline_copy(folder / "rmbench", smoke)
+    workdir = copies["slice"]
     (workdir / "slice.yaml").write_text(yaml.safe_dump(SLICE))
     return workdir, slurm(workdir, TARGET)
 
