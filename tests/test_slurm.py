@@ -94,25 +94,35 @@ SMOKE_NEEDS = [
     "results/cells/latency/electra/cpu/native/set~rep60a/launch~1.json",
 ]
 SMOKE_COPIES = ("slice",)
+FAILING_CELL = SMOKE_NEEDS[1]  # the native engine's: crashed on the node, then rerun by name
+
+
+def fail_and_rerun(workdir: Path) -> dict:
+    """A cell whose engine crashes on the node, then the same cell named again once fixed."""
+    with crashing_engine(workdir):
+        failed = slurm(workdir, FAILING_CELL, "--forcerun", FAILING_CELL)
+    return {"failed": failed, "rerun": slurm(workdir, FAILING_CELL)}
 
 
 def start_after_smoke(copies: dict[str, Path]):
     """conftest starts this in a thread once the smoke run has made SMOKE_NEEDS, so that the
-    cluster's waits overlap the rest of it: the cluster, then the slice on its copy."""
+    cluster's waits overlap the rest of it: the cluster, the slice on its copy, then a failing
+    cell of the slice and its rerun. The cluster stops when the module's tests are done."""
     started = cluster("start")
     if started.returncode != 0:
         raise RuntimeError(f"envs/slurm-cluster.sh start failed:\n{started.stderr}")
     workdir = copies["slice"]
     (workdir / "slice.yaml").write_text(yaml.safe_dump(SLICE))
-    return workdir, slurm(workdir, TARGET)
+    run = slurm(workdir, TARGET)
+    return workdir, run, fail_and_rerun(workdir) if run.returncode == 0 else None
 
 
 @pytest.fixture(scope="module")
 def slurm_run(followed):
     try:
-        workdir, run = followed
+        workdir, run, failure = followed
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-        yield workdir, run.stdout + run.stderr
+        yield workdir, run.stdout + run.stderr, failure
     finally:
         cluster("stop")
         # else every later Snakemake start waits 9 s on scontrol for the controller that is gone
@@ -120,7 +130,7 @@ def slurm_run(followed):
 
 
 def test_every_job_of_the_slice_ran_through_sbatch_and_completed(slurm_run):
-    _, output = slurm_run
+    _, output, _ = slurm_run
     jobs = submitted(output)
     rules = set(re.findall(r"^(?:rule|checkpoint) (\w+):", output, flags=re.MULTILINE))
     assert {"cell", "sequential_look", "study_table"} <= rules
@@ -130,7 +140,7 @@ def test_every_job_of_the_slice_ran_through_sbatch_and_completed(slurm_run):
 
 
 def test_the_tables_have_the_local_runs_structure_and_verdicts(slurm_run, smoke_run):
-    workdir, _ = slurm_run
+    workdir, _, _ = slurm_run
     remote = pd.read_csv(workdir / "paper/tables/latency.csv")
     local = pd.read_csv(smoke_run / "paper/tables/latency.csv")
     assert list(remote.columns) == list(local.columns)
@@ -152,19 +162,16 @@ def test_the_tables_have_the_local_runs_structure_and_verdicts(slurm_run, smoke_
 
 
 def test_a_job_that_fails_on_the_node_is_reported_with_its_log_and_reruns_by_name(slurm_run):
-    workdir, _ = slurm_run
-    cell = "results/cells/latency/electra/cpu/native/set~main60/launch~1.json"
-    with crashing_engine(workdir):
-        failed = slurm(workdir, cell, "--forcerun", cell)
+    workdir, _, seen = slurm_run
+    failed, rerun = seen["failed"], seen["rerun"]
     output = failed.stdout + failed.stderr
     assert failed.returncode != 0
     assert "engine crashed on purpose" in output  # the job's log, shown by the executor
     assert re.search(r"SLURM-job '\d+' failed, SLURM status is: 'FAILED'", output), output[-3000:]
-    rerun = slurm(workdir, cell)
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
     jobs = submitted(rerun.stdout + rerun.stderr)
     assert len(jobs) == 1 and states(jobs) == {jobs[0]: "COMPLETED"}
-    assert (workdir / cell).exists()
+    assert (workdir / FAILING_CELL).exists()
 
 
 def test_the_cluster_script_refuses_without_its_tools(tmp_path):
