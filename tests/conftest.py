@@ -194,8 +194,8 @@ class SmokeRun:
     """The smoke profile's `all` on a fresh copy of the repository, started in the background when
     the session starts, so the unit tests run beside it. In three steps: the native engine (the
     tests' one build); what the followers reuse (their modules' SMOKE_NEEDS, files `all` makes
-    anyway), after which the followers start on copies of their own; then `all`, which finds
-    both up to date. followers: {module name: the module (start_after_smoke, SMOKE_NEEDS,
+    anyway), after which the followers start on copies of their own; then `all` and `paper`, which
+    find both up to date. followers: {module name: the module (start_after_smoke, SMOKE_NEEDS,
     SMOKE_COPIES) and a folder of its own}. `finished`: a run already made (nothing runs)."""
 
     def __init__(self, workdir: Path, followers: dict, finished: bool = False):
@@ -203,6 +203,7 @@ class SmokeRun:
         self.built, self.finished = threading.Event(), threading.Event()
         self.started: dict[str, Follower] = {}
         self.failure = ""
+        self.printed = ""  # what its last step printed
         self.process: subprocess.Popen | None = None
         threading.Thread(target=self._run, args=(finished,), daemon=True).start()
 
@@ -226,7 +227,8 @@ class SmokeRun:
                 for name, (module, folder) in self.followers.items()
             }
         if not (self.failure or finished):
-            self._snakemake("all")
+            # `paper` too, as a user runs it after `all`: beside the unit tests, not after them.
+            self.printed = self._snakemake("all", "paper")
         self.finished.set()
 
     def _snakemake(self, *targets):
@@ -243,6 +245,7 @@ class SmokeRun:
         output = self.process.communicate()[0]
         if self.process.returncode != 0:
             self.failure = f"snakemake {' '.join(targets)} failed:\n{output[-6000:]}"
+        return output
 
     def wait(self, event: threading.Event) -> Path:
         event.wait()
@@ -294,6 +297,17 @@ def start_smoke_run(request):
 def smoke_run(smoke_pipeline) -> Path:
     """The smoke run's finished repository copy (test_pipeline checks it; slices reuse its results)."""
     return smoke_pipeline.wait(smoke_pipeline.finished)
+
+
+@pytest.fixture(scope="session")
+def smoke_printed(smoke_pipeline, smoke_run) -> str:
+    """What the smoke run's `all paper` printed (for a run made before the session, what `paper`
+    prints on it)."""
+    if smoke_pipeline.printed:
+        return smoke_pipeline.printed
+    run = snakemake(smoke_run, "paper")
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout + run.stderr
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import os
 import re
 import shutil
 import time
@@ -432,133 +433,6 @@ def test_launches_ran_interleaved_and_their_order_is_recorded(smoke_run):
     assert sum(a != b for a, b in itertools.pairwise(first)) > len(set(first))
 
 
-def test_noop_rerun_is_quick_and_one_cell_reruns_by_name(smoke_run):
-    start = time.monotonic()
-    run = snakemake(smoke_run, "all")
-    assert run.returncode == 0 and "Nothing to be done" in run.stdout + run.stderr
-    assert time.monotonic() - start < 30
-    cell = "results/cells/latency/electra/cpu/ort_python/set~main60/launch~2.json"
-    before = (smoke_run / cell).stat().st_mtime
-    run = snakemake(smoke_run, cell, "--forcerun", cell)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert (smoke_run / cell).stat().st_mtime > before
-
-
-def test_report_captions_every_figure_and_table(smoke_run):
-    # As the README gives them: without --cores (jobs that take every core ask only when they run).
-    run = snakemake(smoke_run, "--report", "report.html", cores=None)
-    assert run.returncode == 0, run.stderr[-3000:]
-    unlock = snakemake(smoke_run, "--unlock", cores=None)
-    assert unlock.returncode == 0, unlock.stderr[-3000:]
-    html = (smoke_run / "report.html").read_text()
-    for name in (
-        "latency.png",
-        "batching.png",
-        "concurrency.png",
-        "latency.csv",
-        "replication.csv",
-        "roofline.csv",
-        "ceiling_gap.csv",
-    ):
-        assert name in html, name
-    assert "Per-row latency on the headline set" in html and "one row per cell" in html
-
-
-def test_paper_target_quotes_only_numbers_the_run_measured(smoke_run):
-    run = snakemake(smoke_run, "paper")
-    assert run.returncode == 0, run.stderr[-2000:]
-    if shutil.which("latexmk") is None:
-        assert "latexmk not found" in run.stderr
-    numbers = (smoke_run / "paper/tables/numbers.tex").read_text()
-    defined = set(re.findall(r"\\rmset\{([^}]*)\}", numbers))
-    quoted = quoted_keys([p.read_text() for p in text_files(smoke_run)])
-    # the rule's log names every quoted number the run has no value for (smoke leaves cells out)
-    log = (smoke_run / "results/logs/paper/numbers.log").read_text()
-    assert f"{len(quoted - defined)} of the {len(quoted)} numbers the text quotes" in log
-    assert all(f"  {key}\n" in log for key in quoted - defined)
-    # Each latency key the text quotes resolves, unless the smoke profile ran no such cell (its
-    # torch.compile runs in the compile study) or the table has no value there (two launches can
-    # leave a conservative bound undefined: the text then shows "??", not a number nobody measured).
-    latency = {key for key in quoted if key.startswith("latency/")}
-    table = pd.read_csv(smoke_run / "paper/tables/latency.csv")
-    table = table[table.set == "main60"].set_index(["model", "device", "runtime"])
-    assert latency & defined
-    for key in latency - defined:
-        _, model, device, runtime, metric = key.split("/")
-        if (model, device, runtime) not in table.index:
-            assert runtime not in set(planned("latency", device=device, model=model).runtime), key
-            continue
-        column = metric.removesuffix("_ci") + "_lo" if metric.endswith("_ci") else metric
-        assert pd.isna(table.loc[(model, device, runtime), column]), key
-    # the language paragraph quotes its table's difference, interval and verdict for every model
-    language = {key for key in quoted if key.startswith("language/")}
-    assert {key.split("/")[1] for key in language} == {"deberta", "electra", "qwen3"}
-    assert language <= defined, sorted(language - defined)
-
-
-def test_paper_tables_regenerate_from_raw_launches_without_rerunning_any(smoke_run):
-    import numpy as np
-    from scipy import stats
-
-    for stale in ("results/tables/latency", "paper/tables/latency.csv", "paper/tables/latency.tex"):
-        shutil.rmtree(smoke_run / stale) if (smoke_run / stale).is_dir() else (smoke_run / stale).unlink()
-    run = snakemake(smoke_run, "paper/tables/latency.csv")
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "rule cell:" not in run.stdout + run.stderr and "launch_table" in run.stdout + run.stderr
-    table = pd.read_csv(smoke_run / "paper/tables/latency.csv").set_index(
-        ["model", "device", "set", "runtime"]
-    )
-
-    # Independently of rmbench: each ok launch file's own per-row latencies -> its p50 -> the
-    # cell's mean and 95% t-interval, and the speed-up against HF eager.
-    p50s = {}
-    for path in (smoke_run / "results/cells/latency").rglob("launch~*.json"):
-        record = json.loads(path.read_text())
-        if record["status"] == "ok":
-            cell = record["cell"]
-            set_name, _, export = cell["params"].removeprefix("set~").partition("+optimizer~")
-            runtime = cell["runtime"] + (f" optimizer={export}" if export else "")
-            key = (cell["model"], cell["device"], set_name, runtime)
-            p50s.setdefault(key, []).append(np.percentile(record["metrics"]["latencies_ms"], 50))
-    # every cell that scored on the CPU (qwen3's on the fused graph are unsupported)
-    cpu = table.query("device == 'cpu'")
-    assert len(cpu) == len(planned("latency", device="cpu"))
-    assert len(p50s) == (cpu.launches_ok > 0).sum()
-    for key, values in p50s.items():
-        row, x = table.loc[key], np.array(values)
-        half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
-        assert row.launches_ok == len(x)
-        assert np.allclose(
-            [row.p50_ms, row.p50_ms_lo, row.p50_ms_hi], [x.mean(), x.mean() - half, x.mean() + half]
-        )
-        if key[3] != "hf_eager":
-            eager = np.mean(p50s[(*key[:3], "hf_eager")])
-            assert np.isclose(row.speedup, eager / x.mean())
-
-
-def test_notebook_recomputes_the_statistics_and_stops_when_a_table_disagrees(smoke_run):
-    run = snakemake(smoke_run, "results/notebook/analysis.ipynb")
-    assert run.returncode == 0, run.stderr[-2000:]
-    executed = json.loads((smoke_run / "results/notebook/analysis.ipynb").read_text())
-    outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
-    assert not [o for o in outputs if o["output_type"] == "error"]
-    printed = "".join("".join(o.get("text", "")) for o in outputs)
-    for study in ("latency", "batching", "concurrency"):
-        assert re.search(rf"{study}: \d+ cells agree", printed), printed[-2000:]
-        assert (smoke_run / f"results/notebook/{study}.png").stat().st_size > 1000
-
-    table = smoke_run / "paper/tables/concurrency.csv"
-    original = table.read_text()
-    tampered = pd.read_csv(table)
-    tampered.loc[0, "p50_ms"] *= 1.01
-    tampered.to_csv(table, index=False)
-    try:
-        run = snakemake(smoke_run, "results/notebook/analysis.ipynb")
-        assert run.returncode != 0 and "concurrency" in (smoke_run / "results/logs/notebook.log").read_text()
-    finally:
-        table.write_text(original)
-
-
 def test_the_findings_word_every_verdict_of_the_tables(smoke_run):
     findings = (smoke_run / "paper/tables/findings.md").read_text()
     assert "(extended tier)" in findings  # the smoke profile runs both tiers
@@ -602,14 +476,6 @@ def test_the_findings_word_every_verdict_of_the_tables(smoke_run):
         assert r.of_ceiling == pytest.approx(own.fraction_of_ceiling.mean())
 
 
-def test_the_paper_compiles_from_the_smoke_runs_tables(smoke_run):
-    needs(shutil.which("latexmk") is not None, "no TeX here (bash envs/setup.sh --paper)")
-    run = snakemake(smoke_run, "paper/main.pdf")
-    assert run.returncode == 0, (smoke_run / "results/logs/paper/latexmk.log").read_text()[-3000:]
-    pdf = smoke_run / "paper/main.pdf"
-    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 50_000
-
-
 def test_load_study_answers_every_request_with_a_reward_or_its_4xx(smoke_run):
     table = pd.read_csv(smoke_run / "paper/tables/load.csv")
     assert len(table) == len(planned("load")) and set(table.runtime) == {"batching_server", "fastapi"}
@@ -644,3 +510,142 @@ def test_colocation_scores_each_reply_beside_the_generator(smoke_run):
     findings = (smoke_run / "paper/tables/findings.md").read_text()
     section = findings.split("## Co-location with a rollout generator")[1].split("##")[0]
     assert len(section.strip().splitlines()) == len(cells) and "rows/s end to end" in section
+
+
+def test_paper_target_quotes_only_numbers_the_run_measured(smoke_run, smoke_printed):
+    if shutil.which("latexmk") is None:
+        assert "latexmk not found" in smoke_printed
+    numbers = (smoke_run / "paper/tables/numbers.tex").read_text()
+    defined = set(re.findall(r"\\rmset\{([^}]*)\}", numbers))
+    quoted = quoted_keys([p.read_text() for p in text_files(smoke_run)])
+    # the rule's log names every quoted number the run has no value for (smoke leaves cells out)
+    log = (smoke_run / "results/logs/paper/numbers.log").read_text()
+    assert f"{len(quoted - defined)} of the {len(quoted)} numbers the text quotes" in log
+    assert all(f"  {key}\n" in log for key in quoted - defined)
+    # Each latency key the text quotes resolves, unless the smoke profile ran no such cell (its
+    # torch.compile runs in the compile study) or the table has no value there (two launches can
+    # leave a conservative bound undefined: the text then shows "??", not a number nobody measured).
+    latency = {key for key in quoted if key.startswith("latency/")}
+    table = pd.read_csv(smoke_run / "paper/tables/latency.csv")
+    table = table[table.set == "main60"].set_index(["model", "device", "runtime"])
+    assert latency & defined
+    for key in latency - defined:
+        _, model, device, runtime, metric = key.split("/")
+        if (model, device, runtime) not in table.index:
+            assert runtime not in set(planned("latency", device=device, model=model).runtime), key
+            continue
+        column = metric.removesuffix("_ci") + "_lo" if metric.endswith("_ci") else metric
+        assert pd.isna(table.loc[(model, device, runtime), column]), key
+    # the language paragraph quotes its table's difference, interval and verdict for every model
+    language = {key for key in quoted if key.startswith("language/")}
+    assert {key.split("/")[1] for key in language} == {"deberta", "electra", "qwen3"}
+    assert language <= defined, sorted(language - defined)
+
+
+def test_the_paper_compiles_from_the_smoke_runs_tables(smoke_run):
+    needs(shutil.which("latexmk") is not None, "no TeX here (bash envs/setup.sh --paper)")
+    # the smoke run's `paper` built it (a failed build fails that run)
+    pdf = smoke_run / "paper/main.pdf"
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 50_000
+
+
+# The checks below run Snakemake on the smoke run, last and in this order: the notebook's check
+# removes the notebook, the last two make tables stale.
+
+
+def test_noop_rerun_is_quick(smoke_run):
+    start = time.monotonic()
+    run = snakemake(smoke_run, "all", "paper")
+    assert run.returncode == 0 and "Nothing to be done" in run.stdout + run.stderr
+    assert time.monotonic() - start < 30
+
+
+def test_report_captions_every_figure_and_table(smoke_run):
+    # As the README gives them: without --cores (jobs that take every core ask only when they run).
+    run = snakemake(smoke_run, "--report", "report.html", cores=None)
+    assert run.returncode == 0, run.stderr[-3000:]
+    unlock = snakemake(smoke_run, "--unlock", cores=None)
+    assert unlock.returncode == 0, unlock.stderr[-3000:]
+    html = (smoke_run / "report.html").read_text()
+    for name in (
+        "latency.png",
+        "batching.png",
+        "concurrency.png",
+        "latency.csv",
+        "replication.csv",
+        "roofline.csv",
+        "ceiling_gap.csv",
+    ):
+        assert name in html, name
+    assert "Per-row latency on the headline set" in html and "one row per cell" in html
+
+
+def test_notebook_recomputes_the_statistics_and_stops_when_a_table_disagrees(smoke_run):
+    # `all` executed it
+    executed = json.loads((smoke_run / "results/notebook/analysis.ipynb").read_text())
+    outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    printed = "".join("".join(o.get("text", "")) for o in outputs)
+    for study in ("latency", "batching", "concurrency"):
+        assert re.search(rf"{study}: \d+ cells agree", printed), printed[-2000:]
+        assert (smoke_run / f"results/notebook/{study}.png").stat().st_size > 1000
+
+    table = smoke_run / "paper/tables/concurrency.csv"
+    original, times = table.read_text(), table.stat()
+    tampered = pd.read_csv(table)
+    tampered.loc[0, "p50_ms"] *= 1.01
+    tampered.to_csv(table, index=False)
+    try:
+        run = snakemake(smoke_run, "results/notebook/analysis.ipynb")
+        assert run.returncode != 0 and "concurrency" in (smoke_run / "results/logs/notebook.log").read_text()
+    finally:
+        table.write_text(original)
+        os.utime(table, ns=(times.st_atime_ns, times.st_mtime_ns))  # its dependents up to date again
+
+
+def test_paper_tables_regenerate_from_raw_launches_without_rerunning_any(smoke_run):
+    import numpy as np
+    from scipy import stats
+
+    for stale in ("results/tables/latency", "paper/tables/latency.csv", "paper/tables/latency.tex"):
+        shutil.rmtree(smoke_run / stale) if (smoke_run / stale).is_dir() else (smoke_run / stale).unlink()
+    run = snakemake(smoke_run, "paper/tables/latency.csv")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "rule cell:" not in run.stdout + run.stderr and "launch_table" in run.stdout + run.stderr
+    table = pd.read_csv(smoke_run / "paper/tables/latency.csv").set_index(
+        ["model", "device", "set", "runtime"]
+    )
+
+    # Independently of rmbench: each ok launch file's own per-row latencies -> its p50 -> the
+    # cell's mean and 95% t-interval, and the speed-up against HF eager.
+    p50s = {}
+    for path in (smoke_run / "results/cells/latency").rglob("launch~*.json"):
+        record = json.loads(path.read_text())
+        if record["status"] == "ok":
+            cell = record["cell"]
+            set_name, _, export = cell["params"].removeprefix("set~").partition("+optimizer~")
+            runtime = cell["runtime"] + (f" optimizer={export}" if export else "")
+            key = (cell["model"], cell["device"], set_name, runtime)
+            p50s.setdefault(key, []).append(np.percentile(record["metrics"]["latencies_ms"], 50))
+    # every cell that scored on the CPU (qwen3's on the fused graph are unsupported)
+    cpu = table.query("device == 'cpu'")
+    assert len(cpu) == len(planned("latency", device="cpu"))
+    assert len(p50s) == (cpu.launches_ok > 0).sum()
+    for key, values in p50s.items():
+        row, x = table.loc[key], np.array(values)
+        half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+        assert row.launches_ok == len(x)
+        assert np.allclose(
+            [row.p50_ms, row.p50_ms_lo, row.p50_ms_hi], [x.mean(), x.mean() - half, x.mean() + half]
+        )
+        if key[3] != "hf_eager":
+            eager = np.mean(p50s[(*key[:3], "hf_eager")])
+            assert np.isclose(row.speedup, eager / x.mean())
+
+
+def test_one_cell_reruns_by_name(smoke_run):
+    cell = "results/cells/latency/electra/cpu/ort_python/set~main60/launch~2.json"
+    before = (smoke_run / cell).stat().st_mtime
+    run = snakemake(smoke_run, cell, "--forcerun", cell)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (smoke_run / cell).stat().st_mtime > before
