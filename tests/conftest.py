@@ -69,7 +69,12 @@ COPY_IGNORE = shutil.ignore_patterns(
 # The native engine's build as the pipeline makes it (rule native_build, ctest included).
 NATIVE_OUTPUTS = (inputs.NATIVE_BINARY, inputs.NATIVE_OPERATORS)
 # What a slice of the pipeline reuses from the smoke run: it reruns what it measures, not its inputs.
-REUSED = ["data", "tokenizers", "models", "onnx", "reference", "correctness", "native"]
+REUSED = [
+    f"results/{f}" for f in ("data", "tokenizers", "models", "onnx", "reference", "correctness", "native")
+]
+# The smoke run's last step, and what a copy of the whole run holds.
+LAST_STEP = ("all", "paper")
+WHOLE_RUN = ["results", "paper/tables", "paper/figures"]
 
 
 def profile_config(profile: str = "smoke") -> dict:
@@ -140,11 +145,18 @@ def user_env() -> dict:
 
 
 def pipeline_copy(workdir: Path, smoke: Path | None = None, reused=REUSED) -> Path:
-    """A fresh copy of the repository in `workdir`, with the smoke run's `reused` results hard-linked
-    in (their time stamps kept, so Snakemake finds them up to date)."""
+    """A fresh copy of the repository in `workdir`, with the smoke run's `reused` folders hard-linked
+    in (their time stamps kept, so Snakemake finds them up to date). Logs are copied instead: a
+    job that runs again writes its log in place, which would change the smoke run's too."""
+
+    def link_or_copy(source: str, target: str):
+        logs = smoke / "results" / "logs"
+        return shutil.copy2(source, target) if Path(source).is_relative_to(logs) else os.link(source, target)
+
     shutil.copytree(ROOT, workdir, ignore=COPY_IGNORE)
     for folder in reused if smoke else []:
-        shutil.copytree(smoke / "results" / folder, workdir / "results" / folder, copy_function=os.link)
+        if (smoke / folder).is_dir():
+            shutil.copytree(smoke / folder, workdir / folder, copy_function=link_or_copy, dirs_exist_ok=True)
     return workdir
 
 
@@ -168,9 +180,10 @@ def crashing_engine(workdir: Path):
 class Follower:
     """A test module's start_after_smoke(copies), run in a thread once the smoke run has made what
     the module's SMOKE_NEEDS names: a slice that mostly waits (on a cluster) overlaps the rest of
-    the smoke run and the unit tests. copies: {name: a pipeline copy reusing the smoke run's
-    results}, one per name in the module's SMOKE_COPIES. result() waits for what it returned and
-    raises what it raised."""
+    the smoke run and the unit tests; checks that change the run's files (SMOKE_NEEDS =
+    LAST_STEP) overlap those that read them. copies: {name: a pipeline copy reusing the smoke
+    run's inputs, or the whole run after its last step}, one per name in the module's
+    SMOKE_COPIES. result() waits for what it returned and raises what it raised."""
 
     def __init__(self, start, copies: dict[str, Path]):
         self.value, self.error = None, None
@@ -190,12 +203,30 @@ class Follower:
         return self.value
 
 
+def scenario_outcomes(scenarios: dict, workdir_of) -> dict:
+    """Each scenario (name: a function of a pipeline copy) in order, on workdir_of(name). An error is
+    kept as the scenario's outcome, raised again by outcome() in the scenario's own test."""
+    outcomes = {}
+    for name, scenario in scenarios.items():
+        try:
+            outcomes[name] = scenario(workdir_of(name))
+        except Exception as error:  # noqa: BLE001 (raised again in the scenario's test)
+            outcomes[name] = error
+    return outcomes
+
+
+def outcome(outcomes: dict, name: str) -> dict:
+    if isinstance(outcomes[name], Exception):
+        raise outcomes[name]
+    return outcomes[name]
+
+
 class SmokeRun:
     """The smoke profile's `all` on a fresh copy of the repository, started in the background when
     the session starts, so the unit tests run beside it. In three steps: the native engine (the
     tests' one build); what the followers reuse (their modules' SMOKE_NEEDS, files `all` makes
     anyway), after which the followers start on copies of their own; then `all` and `paper`, which
-    find both up to date. followers: {module name: the module (start_after_smoke, SMOKE_NEEDS,
+    find both up to date, after which the followers that need the whole run start. followers: {module name: the module (start_after_smoke, SMOKE_NEEDS,
     SMOKE_COPIES) and a folder of its own}. `finished`: a run already made (nothing runs)."""
 
     def __init__(self, workdir: Path, followers: dict, finished: bool = False):
@@ -211,25 +242,25 @@ class SmokeRun:
         if not finished:
             self._snakemake(*NATIVE_OUTPUTS)
         self.built.set()
-        needs = sorted({path for module, _ in self.followers.values() for path in module.SMOKE_NEEDS})
+        last = {n: f for n, f in self.followers.items() if set(f[0].SMOKE_NEEDS) <= set(LAST_STEP)}
+        early = {n: f for n, f in self.followers.items() if n not in last}
+        needs = sorted({path for module, _ in early.values() for path in module.SMOKE_NEEDS})
         if needs and not (self.failure or finished):
             self._snakemake(*needs)
-        if not self.failure:
-            # The copies are made before `all` starts: none links a file half written.
-            self.started = {
-                name: Follower(
-                    module.start_after_smoke,
-                    {
-                        copy: pipeline_copy(folder / copy / "rmbench", self.workdir)
-                        for copy in module.SMOKE_COPIES
-                    },
-                )
-                for name, (module, folder) in self.followers.items()
-            }
+        # The copies are made before the next step starts: none links a file half written.
+        self._follow(early, REUSED)
         if not (self.failure or finished):
             # `paper` too, as a user runs it after `all`: beside the unit tests, not after them.
-            self.printed = self._snakemake("all", "paper")
+            self.printed = self._snakemake(*LAST_STEP)
+        self._follow(last, WHOLE_RUN)
         self.finished.set()
+
+    def _follow(self, followers: dict, reused: list[str]):
+        for name, (module, folder) in followers.items() if not self.failure else ():
+            copies = {
+                c: pipeline_copy(folder / c / "rmbench", self.workdir, reused) for c in module.SMOKE_COPIES
+            }
+            self.started[name] = Follower(module.start_after_smoke, copies)
 
     def _snakemake(self, *targets):
         cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", "workflow/profiles/smoke"]

@@ -2,7 +2,6 @@
 
 import itertools
 import json
-import os
 import re
 import shutil
 import time
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import needs, profile_cells, profile_config, snakemake
+from conftest import LAST_STEP, needs, outcome, profile_cells, profile_config, scenario_outcomes, snakemake
 from rmbench.plan.cells import parse_params
 from rmbench.probes.operators import MATRIX_OPS, SESSION_RUN, SUMMARY_ROWS, WHOLE_CALL
 from rmbench.report.paper import quoted_keys, text_files
@@ -549,8 +548,50 @@ def test_the_paper_compiles_from_the_smoke_runs_tables(smoke_run):
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 50_000
 
 
-# The checks below run Snakemake on the smoke run, last and in this order: the notebook's check
-# removes the notebook, the last two make tables stale.
+# The checks that run Snakemake on the smoke run come last. Those that change its files run on a
+# copy of the whole run (made as it ends, in a thread beside these), in an order where none
+# reruns the work of the one before: a tampered table, the tables made again, a cell forced.
+SMOKE_NEEDS = LAST_STEP
+SMOKE_COPIES = ("changed",)
+FORCED_CELL = "results/cells/latency/electra/cpu/ort_python/set~main60/launch~2.json"
+
+
+def tamper_and_run_the_notebook(workdir: Path) -> dict:
+    table = workdir / "paper/tables/concurrency.csv"
+    tampered = pd.read_csv(table)
+    tampered.loc[0, "p50_ms"] *= 1.01
+    table.unlink()  # a hard link to the smoke run's table: written anew, not in place
+    tampered.to_csv(table, index=False)
+    run = snakemake(workdir, "results/notebook/analysis.ipynb")
+    return {"run": run, "log": (workdir / "results/logs/notebook.log").read_text()}
+
+
+def regenerate_the_latency_tables(workdir: Path) -> dict:
+    for stale in ("results/tables/latency", "paper/tables/latency.csv", "paper/tables/latency.tex"):
+        shutil.rmtree(workdir / stale) if (workdir / stale).is_dir() else (workdir / stale).unlink()
+    run = snakemake(workdir, "paper/tables/latency.csv")
+    # read now: the cell forced next changes a launch file
+    launches = [json.loads(p.read_text()) for p in (workdir / "results/cells/latency").rglob("launch~*.json")]
+    table = workdir / "paper/tables/latency.csv"
+    return {"run": run, "table": pd.read_csv(table) if table.exists() else None, "launches": launches}
+
+
+def force_one_cell(workdir: Path) -> dict:
+    before = (workdir / FORCED_CELL).stat().st_mtime
+    run = snakemake(workdir, FORCED_CELL, "--forcerun", FORCED_CELL)
+    return {"run": run, "before": before, "after": (workdir / FORCED_CELL).stat().st_mtime}
+
+
+CHANGES = {
+    "notebook": tamper_and_run_the_notebook,
+    "regenerate": regenerate_the_latency_tables,
+    "rerun": force_one_cell,
+}
+
+
+def start_after_smoke(copies: dict[str, Path]) -> dict:
+    """conftest runs this in a thread once the smoke run's last step is done."""
+    return scenario_outcomes(CHANGES, lambda _: copies["changed"])
 
 
 def test_noop_rerun_is_quick(smoke_run):
@@ -580,7 +621,7 @@ def test_report_captions_every_figure_and_table(smoke_run):
     assert "Per-row latency on the headline set" in html and "one row per cell" in html
 
 
-def test_notebook_recomputes_the_statistics_and_stops_when_a_table_disagrees(smoke_run):
+def test_notebook_recomputes_the_statistics_and_stops_when_a_table_disagrees(smoke_run, followed):
     # `all` executed it
     executed = json.loads((smoke_run / "results/notebook/analysis.ipynb").read_text())
     outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
@@ -589,38 +630,24 @@ def test_notebook_recomputes_the_statistics_and_stops_when_a_table_disagrees(smo
     for study in ("latency", "batching", "concurrency"):
         assert re.search(rf"{study}: \d+ cells agree", printed), printed[-2000:]
         assert (smoke_run / f"results/notebook/{study}.png").stat().st_size > 1000
-
-    table = smoke_run / "paper/tables/concurrency.csv"
-    original, times = table.read_text(), table.stat()
-    tampered = pd.read_csv(table)
-    tampered.loc[0, "p50_ms"] *= 1.01
-    tampered.to_csv(table, index=False)
-    try:
-        run = snakemake(smoke_run, "results/notebook/analysis.ipynb")
-        assert run.returncode != 0 and "concurrency" in (smoke_run / "results/logs/notebook.log").read_text()
-    finally:
-        table.write_text(original)
-        os.utime(table, ns=(times.st_atime_ns, times.st_mtime_ns))  # its dependents up to date again
+    tampered = outcome(followed, "notebook")  # one value of the concurrency table, 1% off
+    assert tampered["run"].returncode != 0 and "concurrency" in tampered["log"]
 
 
-def test_paper_tables_regenerate_from_raw_launches_without_rerunning_any(smoke_run):
+def test_paper_tables_regenerate_from_raw_launches_without_rerunning_any(followed):
     import numpy as np
     from scipy import stats
 
-    for stale in ("results/tables/latency", "paper/tables/latency.csv", "paper/tables/latency.tex"):
-        shutil.rmtree(smoke_run / stale) if (smoke_run / stale).is_dir() else (smoke_run / stale).unlink()
-    run = snakemake(smoke_run, "paper/tables/latency.csv")
+    seen = outcome(followed, "regenerate")
+    run = seen["run"]
     assert run.returncode == 0, run.stderr[-2000:]
     assert "rule cell:" not in run.stdout + run.stderr and "launch_table" in run.stdout + run.stderr
-    table = pd.read_csv(smoke_run / "paper/tables/latency.csv").set_index(
-        ["model", "device", "set", "runtime"]
-    )
+    table = seen["table"].set_index(["model", "device", "set", "runtime"])
 
     # Independently of rmbench: each ok launch file's own per-row latencies -> its p50 -> the
     # cell's mean and 95% t-interval, and the speed-up against HF eager.
     p50s = {}
-    for path in (smoke_run / "results/cells/latency").rglob("launch~*.json"):
-        record = json.loads(path.read_text())
+    for record in seen["launches"]:
         if record["status"] == "ok":
             cell = record["cell"]
             set_name, _, export = cell["params"].removeprefix("set~").partition("+optimizer~")
@@ -643,9 +670,7 @@ def test_paper_tables_regenerate_from_raw_launches_without_rerunning_any(smoke_r
             assert np.isclose(row.speedup, eager / x.mean())
 
 
-def test_one_cell_reruns_by_name(smoke_run):
-    cell = "results/cells/latency/electra/cpu/ort_python/set~main60/launch~2.json"
-    before = (smoke_run / cell).stat().st_mtime
-    run = snakemake(smoke_run, cell, "--forcerun", cell)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert (smoke_run / cell).stat().st_mtime > before
+def test_one_cell_reruns_by_name(followed):
+    seen = outcome(followed, "rerun")
+    assert seen["run"].returncode == 0, seen["run"].stderr[-2000:]
+    assert seen["after"] > seen["before"]

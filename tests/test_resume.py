@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import crashing_engine, snakemake, user_env
+from conftest import crashing_engine, outcome, scenario_outcomes, snakemake, user_env
 
 EAGER = "results/cells/latency/electra/cpu/hf_eager/set~main60"
 NATIVE_CELL = "results/cells/latency/electra/cpu/native/set~main60/launch~1.json"
@@ -100,19 +100,7 @@ SMOKE_COPIES = tuple(SCENARIOS)
 def start_after_smoke(copies: dict[str, Path]) -> dict:
     """conftest runs this in a thread once the smoke run has made SMOKE_NEEDS, beside the rest of
     it: each scenario on its own copy of the repository (reusing the smoke run's inputs and build)."""
-    outcomes = {}
-    for name, scenario in SCENARIOS.items():
-        try:
-            outcomes[name] = scenario(copies[name])
-        except Exception as error:  # noqa: BLE001 (raised again in the scenario's test)
-            outcomes[name] = error
-    return outcomes
-
-
-def outcome(followed: dict, name: str) -> dict:
-    if isinstance(followed[name], Exception):
-        raise followed[name]
-    return followed[name]
+    return scenario_outcomes(SCENARIOS, copies.get)
 
 
 def test_a_run_killed_mid_launch_resumes_keeping_the_finished_launches(followed):
