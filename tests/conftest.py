@@ -226,8 +226,9 @@ class SmokeRun:
     the session starts, so the unit tests run beside it. In three steps: the native engine (the
     tests' one build); what the followers reuse (their modules' SMOKE_NEEDS, files `all` makes
     anyway), after which the followers start on copies of their own; then `all` and `paper`, which
-    find both up to date, after which the followers that need the whole run start. followers: {module name: the module (start_after_smoke, SMOKE_NEEDS,
-    SMOKE_COPIES) and a folder of its own}. `finished`: a run already made (nothing runs)."""
+    find both up to date, after which the followers that need the whole run start. followers:
+    {module name: the module (start_after_smoke, SMOKE_NEEDS, SMOKE_COPIES) and a folder of its
+    own}. `finished`: a run already made (nothing runs)."""
 
     def __init__(self, workdir: Path, followers: dict, finished: bool = False):
         self.workdir, self.followers = workdir, followers
@@ -239,6 +240,15 @@ class SmokeRun:
         threading.Thread(target=self._run, args=(finished,), daemon=True).start()
 
     def _run(self, finished: bool):
+        try:
+            self._steps(finished)
+        except Exception as error:  # noqa: BLE001 (the tests waiting on the run fail with it)
+            self.failure = self.failure or f"the smoke run's thread failed: {error!r}"
+        finally:
+            self.built.set()
+            self.finished.set()
+
+    def _steps(self, finished: bool):
         if not finished:
             self._snakemake(*NATIVE_OUTPUTS)
         self.built.set()
@@ -253,10 +263,11 @@ class SmokeRun:
             # `paper` too, as a user runs it after `all`: beside the unit tests, not after them.
             self.printed = self._snakemake(*LAST_STEP)
         self._follow(last, WHOLE_RUN)
-        self.finished.set()
 
     def _follow(self, followers: dict, reused: list[str]):
-        for name, (module, folder) in followers.items() if not self.failure else ():
+        if self.failure:
+            return
+        for name, (module, folder) in followers.items():
             copies = {
                 c: pipeline_copy(folder / c / "rmbench", self.workdir, reused) for c in module.SMOKE_COPIES
             }
