@@ -96,6 +96,7 @@ def test_what_the_budget_left_out_is_said(tiny_decoder, rows_file, tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     advice = json.loads((tmp_path / "advice.json").read_text())
     assert [row["launches"] for row in advice["runtimes"]] == [2]
+    assert "round 2 runs past the time budget" in run.stdout  # said, not overrun silently
     assert advice["batching"] == [] and "would not fit in the time budget left" in advice["batching_reason"]
     text = (tmp_path / "advice.md").read_text()
     assert f"Batching: {advice['batching_reason']}." in text

@@ -377,9 +377,15 @@ def test_decomposition_steps_and_the_fidelity_gate(smoke_run):
     assert listed - 1e-9 <= matrix.share.item() <= 1
     assert operators[operators.op_type != "matrix products"].share.sum() == pytest.approx(1.0)
     gap = pd.read_csv(smoke_run / "paper/tables/decomposition_gap.csv")
-    # the ORT levels' shares add up to the whole eager -> ORT gap (the transformers optimizer goes beyond it)
+    # the ORT levels' shares add up to the whole eager -> ORT gap (the transformers optimizer goes
+    # beyond it). Two launches of a tiny model beside the unit tests may leave no gap to share.
     levels = gap[gap.step.str.match(r"ort_python graph=\w+$")]
-    assert abs(levels.share_of_gap.sum() - 1) < 1e-9 and gap.fraction_of_ceiling.notna().all()
+    p50 = gap.set_index("step").p50_ms
+    if p50["hf_eager precision=fp32"] > p50["ort_python graph=all"]:
+        assert abs(levels.share_of_gap.sum() - 1) < 1e-9
+    else:
+        assert levels.share_of_gap.isna().all()
+    assert gap.fraction_of_ceiling.notna().all()
     assert gap.fraction_in_launch.notna().all()
     # the rewritten export's own path starts from ORT all (listed once, on the ORT path)
     rewrite = gap[gap.path == "export rewrite"]

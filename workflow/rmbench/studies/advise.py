@@ -178,9 +178,11 @@ def run_rounds(
     order = random.Random(20261207)
     for round_ in range(1, cap + 1):
         live = [name for name in names if name not in failed]
-        over = round_ > 2 and not budget.allows(len(live) + reserve)
-        if not live or (round_ > launches and stop(ok)) or over:
+        over = not budget.allows(len(live) + reserve)
+        if not live or (round_ > launches and stop(ok)) or (over and round_ > 2):
             break
+        if over:  # rounds 1 and 2 run whatever the budget: two launches are the fewest an interval needs
+            budget.say(f"round {round_} runs past the time budget: an interval needs two launches each")
         order.shuffle(live)
         for name in live:
             record = launch_in_fresh_process(make_spec(name, round_), folder)
