@@ -100,7 +100,7 @@ SMOKE_COPIES = tuple(SCENARIOS)
 def start_after_smoke(copies: dict[str, Path]) -> dict:
     """conftest runs this in a thread once the smoke run has made SMOKE_NEEDS, beside the rest of
     it: each scenario on its own copy of the repository (reusing the smoke run's inputs and build)."""
-    return scenario_outcomes(SCENARIOS, copies.get)
+    return scenario_outcomes(SCENARIOS, lambda name: copies[name])
 
 
 def test_a_run_killed_mid_launch_resumes_keeping_the_finished_launches(followed):
