@@ -6,7 +6,6 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from rmbench.plan.profiles import config_hash, profile_config
 from rmbench.report.readme import BLOCK, DOCS, config_drift, quoted_runs, write
 
@@ -17,12 +16,6 @@ def test_every_generated_block_is_what_its_run_makes():
     assert write(check=True) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the README's run (e616618, 2026-12-05) predates the engines' exports of f50178a and "
-    "70026ab; a fresh `all` takes over 2 h on the Zen 3 host and has not been recorded (#68 item 4). "
-    "Strict: recording one makes this pass, and the marker must go.",
-)
 def test_the_readmes_run_ran_the_config_all_runs_now():
     assert config_drift() == []
 
