@@ -76,6 +76,32 @@ def test_the_fastest_named_is_the_fastest_by_the_launches_it_ran(advised):
     assert "budget 20 min" in printed and "s left)" in printed  # said up front, then per launch
 
 
+def test_more_threads_are_advised_only_where_they_beat_the_count_advised_so_far():
+    from rmbench.stats.across_launches import t_interval
+    from rmbench.studies.advise import advised_threads, thread_counts
+
+    assert [thread_counts(n) for n in (1, 2, 3, 8, 12)] == [
+        [1],
+        [1, 2],
+        [1, 2, 3],
+        [1, 2, 4, 8],
+        [1, 2, 4, 8, 12],
+    ]
+    # per-row p50 of three launches at each count: 2 beats 1; 4 is not told from 2; 8 beats 2
+    # (the count advised so far, not its neighbour 4); 12 is slower than 8
+    launches = {1: [100, 101, 99], 2: [60, 61, 59], 4: [57, 63, 60], 8: [40, 41, 39], 12: [45, 46, 44]}
+    best, steps = advised_threads({n: t_interval(p50) for n, p50 in launches.items()})
+    assert best == 8
+    assert steps == [
+        "2 threads are faster than 1",
+        "4 threads and 2 are not told apart",
+        "8 threads are faster than 2",
+        "12 threads are slower than 8",
+    ]
+    # none pays: one thread, which leaves the other cores to the trainer
+    assert advised_threads({1: t_interval([50, 51, 49]), 2: t_interval([48, 55, 50])})[0] == 1
+
+
 def test_a_runtime_that_cannot_run_is_a_row_with_its_reason(tiny_decoder, rows_file, tmp_path):
     run = advise(
         tiny_decoder["model"], rows_file, tmp_path, "--runtimes", "native", "--binary", "/nowhere/rmscore"

@@ -258,40 +258,74 @@ def summary_row(name: str, records: list[dict], rows: list[dict], reference: lis
     }
 
 
-# Launches of the steps after the runtimes' rounds: the fastest on one thread, then each
-# batching policy twice. The rounds leave their time in the budget.
+# Launches of the steps after the runtimes' rounds: the fastest at each smaller thread count,
+# then each batching policy twice. The rounds leave their time in the budget.
 THREAD_LAUNCHES = 3
 BATCHING_LAUNCHES = 2
 BUDGET_SPENT = "not compared: its launches would not fit in the time budget left (--budget-min)"
 
 
+def thread_counts(threads: int) -> list[int]:
+    """The thread counts advise compares: 1, doubling while below every usable core, then all of
+    them (1, 2, 4, 8, 12 on 12 cores)."""
+    counts = [1]
+    while counts[-1] * 2 < threads:
+        counts.append(counts[-1] * 2)
+    return counts + [threads] if threads > 1 else counts
+
+
+def advised_threads(p50: dict) -> tuple[int, list[str]]:
+    """The fewest threads past which more do not pay: up the ladder of `p50` (thread count -> the
+    interval of its per-row p50 over launches), a count replaces the one advised so far only where
+    its interval lies below that one's. Returns the count and a sentence per step."""
+    counts = sorted(p50)
+    best, steps = counts[0], []
+    for count in counts[1:]:
+        verdict = latency_verdict(p50[count], p50[best])
+        if verdict in ("faster", "slower"):
+            steps.append(f"{count} threads are {verdict} than {best}")
+        else:
+            steps.append(f"{count} threads and {best} are not told apart")
+        if verdict == "faster":
+            best = count
+    return best, steps
+
+
 def compare_threads(best: str, ok: dict, spec, folder: Path, budget: Budget, threads: int) -> dict | None:
-    """The fastest runtime on one thread against all usable cores (its launches so far): more
-    threads pay only where their p50 interval lies below one thread's. Otherwise one thread is
-    advised, leaving the other cores to the trainer."""
+    """The fastest runtime at each smaller count of thread_counts against all usable cores (its
+    launches so far). More threads pay only where their p50 interval lies below fewer threads'.
+    Otherwise the fewer are advised, leaving the other cores to the trainer. Counts the budget
+    does not reach are left out, from the top, and said."""
     if threads < 2:
         return {"compared": [threads], "best": threads, "reason": "this process may use one core only"}
-    if not budget.allows(THREAD_LAUNCHES):
+    fewer = thread_counts(threads)[:-1]
+    while fewer and not budget.allows(THREAD_LAUNCHES * len(fewer)):
+        fewer.pop()
+    if not fewer:
         return {"compared": [threads], "best": threads, "reason": BUDGET_SPENT}
-    one, failed = run_rounds(
-        [best],
-        lambda name, i: spec(name, "latency", "set~user", i, 1),
-        folder,
-        budget,
-        THREAD_LAUNCHES,
-        THREAD_LAUNCHES,
-        lambda _: True,
-    )
-    if failed or not one:
-        return {"compared": [1, threads], "best": threads, "reason": "; ".join(failed.values())}
-    alone, many = interval_of(one[best], "p50_ms"), interval_of(ok[best], "p50_ms")
-    verdict = latency_verdict(many, alone)
-    said = f"{threads} threads are {verdict} than 1" if verdict in ("faster", "slower") else None
+    p50 = {threads: interval_of(ok[best], "p50_ms")}
+    for count in fewer:
+        launched, failed = run_rounds(
+            [best],
+            lambda name, i, count=count: spec(name, "latency", "set~user", i, count),
+            folder,
+            budget,
+            THREAD_LAUNCHES,
+            THREAD_LAUNCHES,
+            lambda _: True,
+        )
+        if failed or not launched:
+            return {"compared": [count, threads], "best": threads, "reason": "; ".join(failed.values())}
+        p50[count] = interval_of(launched[best], "p50_ms")
+    advised, steps = advised_threads(p50)
+    left_out = [n for n in thread_counts(threads)[:-1] if n not in p50]
+    if left_out:
+        steps.append(f"{', '.join(map(str, left_out))} threads {BUDGET_SPENT}")
     return {
-        "compared": [1, threads],
-        "p50_ms": {"1": alone.mean, str(threads): many.mean},
-        "verdict": said or f"{threads} threads and 1 are not told apart",
-        "best": threads if verdict == "faster" else 1,
+        "compared": sorted(p50),
+        "p50_ms": {str(n): p50[n].mean for n in sorted(p50)},
+        "verdict": "; ".join(steps),
+        "best": advised,
     }
 
 
@@ -371,7 +405,9 @@ def advise(
 
     reference = read_json(folder / "reference.json")["scores"]
     batches = any("batching" in runtime_class(n).studies for n in names)
-    reserve = (THREAD_LAUNCHES if threads > 1 else 0) + (BATCHING_LAUNCHES * len(BATCHINGS) if batches else 0)
+    reserve = THREAD_LAUNCHES * (len(thread_counts(threads)) - 1) + (
+        BATCHING_LAUNCHES * len(BATCHINGS) if batches else 0
+    )
     ok, failed = run_rounds(
         names, lambda n, i: spec(n, "latency", "set~user", i), folder, budget, launches, cap, settled, reserve
     )
