@@ -298,7 +298,8 @@ def compare_threads(best: str, ok: dict, spec, folder: Path, budget: Budget, thr
     does not reach are left out, from the top, and said."""
     if threads < 2:
         return {"compared": [threads], "best": threads, "reason": "this process may use one core only"}
-    fewer = thread_counts(threads)[:-1]
+    ladder = thread_counts(threads)[:-1]
+    fewer = list(ladder)
     while fewer and not budget.allows(THREAD_LAUNCHES * len(fewer)):
         fewer.pop()
     if not fewer:
@@ -318,7 +319,7 @@ def compare_threads(best: str, ok: dict, spec, folder: Path, budget: Budget, thr
             return {"compared": [count, threads], "best": threads, "reason": "; ".join(failed.values())}
         p50[count] = interval_of(launched[best], "p50_ms")
     advised, steps = advised_threads(p50)
-    left_out = [n for n in thread_counts(threads)[:-1] if n not in p50]
+    left_out = ladder[len(fewer) :]
     if left_out:
         steps.append(f"{', '.join(map(str, left_out))} threads {BUDGET_SPENT}")
     return {
