@@ -1,5 +1,5 @@
 # One user's reward model, one command: which runtime, which batching, and the service line.
-#   snakemake --cores 1 advise --config rm=<model folder or hub id> [rows=<JSONL>]
+#   snakemake --cores 1 advise --config rm=<model folder or hub id> [rows=<JSONL>] [budget_min=20]
 
 
 rule advise:
@@ -14,5 +14,6 @@ rule advise:
         "../../envs/bench.yaml"
     params:
         rm=config.get("rm", ""),
+        budget=["--budget-min", str(config["budget_min"])] if "budget_min" in config else [],
     script:
         "../scripts/advise.py"
