@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 import tempfile
 from pathlib import Path
@@ -13,6 +14,25 @@ from rmbench.errors import ParityError, RmbenchError
 from rmbench.export.onnx_files import ATTENTION_EXPORTS
 from rmbench.models.build import MAX_LENGTH, encode, load_model, load_tokenizer, token_ids
 from rmbench.models.families import family_of_config
+
+
+class _NoMistralRegexWarning(logging.Filter):
+    """optimum loads the folder's tokenizer without load_tokenizer's fix_mistral_regex=False, and
+    transformers 4.57.6 then warns of a Mistral split pattern on any folder it saved. No declared
+    family is Mistral's, and the exporter's tokenizer copy is discarded."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "fix_mistral_regex" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _quiet_mistral_regex():
+    logger, quiet = logging.getLogger("transformers.tokenization_utils_base"), _NoMistralRegexWarning()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 def export_onnx(model_dir: Path, out_path: Path, opset: int, attention: str = "stock") -> None:
@@ -28,7 +48,7 @@ def export_onnx(model_dir: Path, out_path: Path, opset: int, attention: str = "s
 
         rewrite = patched(attention)
     out_path = Path(out_path)
-    with tempfile.TemporaryDirectory() as tmp, rewrite:
+    with tempfile.TemporaryDirectory() as tmp, rewrite, _quiet_mistral_regex():
         main_export(
             str(model_dir),
             output=tmp,
