@@ -66,7 +66,7 @@ def test_the_fastest_named_is_the_fastest_by_the_launches_it_ran(advised):
     # each reply and its rejected one scored as PyTorch scores them, in the same order
     for row in advice["runtimes"]:
         assert row["max_abs_score_diff"] <= 1e-4 and row["preference_agreement"] == 1.0
-    assert advice["rows"] == 12  # 6 rows, each with its rejected reply
+    assert advice["rows"] == 12 and advice["rows_cut"] is None  # 6 rows, each with its rejected reply
     assert advice["best_batching"] in [b["batching"] for b in advice["batching"]]
     if threads > 1:  # one thread against them all: more threads are advised only where they pay
         compared = advice["threads"]
@@ -74,6 +74,23 @@ def test_the_fastest_named_is_the_fastest_by_the_launches_it_ran(advised):
         assert f"--threads {compared['best']}" in advice["serve"]
     assert f"Fastest: {advice['fastest']}" in (out / "advice.md").read_text()
     assert "budget 20 min" in printed and "s left)" in printed  # said up front, then per launch
+
+
+def test_the_rows_are_the_most_whose_two_rounds_fit_the_budget():
+    from rmbench.studies.advise import MIN_ROWS, ROUNDS_SHARE, comparison_seconds, rows_within_budget
+
+    pairs = [{"id": str(i), "prompt": "p", "response": "r", "rejected": "x"} for i in range(30)]
+    # a Qwen3-0.6B-sized model here: 2.8 s a reply, six runtimes, one warm-up row, 20 minutes
+    keep = rows_within_budget(pairs, 2.8, 6, 1, 1200)
+    assert MIN_ROWS <= keep < 30
+    assert comparison_seconds(2 * keep, 2.8, 6, 1) <= ROUNDS_SHARE * 1200
+    assert comparison_seconds(2 * (keep + 1), 2.8, 6, 1) > ROUNDS_SHARE * 1200
+    # replies, not rows, set the pace: rows without a rejected reply fit twice as many, or more
+    singles = [{k: v for k, v in row.items() if k != "rejected"} for row in pairs]
+    assert rows_within_budget(singles, 2.8, 6, 1, 1200) >= 2 * keep
+    # a fast model keeps every row; a budget too small for the fewest keeps MIN_ROWS
+    assert rows_within_budget(pairs, 0.01, 6, 1, 1200) == 30
+    assert rows_within_budget(pairs, 2.8, 6, 1, 1) == MIN_ROWS
 
 
 def test_more_threads_are_advised_only_where_they_beat_the_count_advised_so_far():
@@ -123,6 +140,9 @@ def test_what_the_budget_left_out_is_said(tiny_decoder, rows_file, tmp_path):
     advice = json.loads((tmp_path / "advice.json").read_text())
     assert [row["launches"] for row in advice["runtimes"]] == [2]
     assert "round 2 runs past the time budget" in run.stdout  # said, not overrun silently
+    # the rows were cut to the fewest, and the advice says so and what all of them would need
+    assert advice["rows_cut"]["rows"] == 4 and advice["rows_cut"]["of"] == 6 and advice["rows"] == 8
+    assert f"--budget-min {advice['rows_cut']['budget_min_for_all']}" in (tmp_path / "advice.md").read_text()
     assert advice["batching"] == [] and "would not fit in the time budget left" in advice["batching_reason"]
     text = (tmp_path / "advice.md").read_text()
     assert f"Batching: {advice['batching_reason']}." in text

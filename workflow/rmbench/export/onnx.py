@@ -247,8 +247,13 @@ def check_parity(report: dict) -> None:
         raise ParityError(failure)
 
 
-def reference_scores(model_dir: Path, rows: list[dict], threads: int) -> list[float]:
-    """PyTorch fp32 eager scores, one row at a time: the reference every runtime is checked against."""
+def reference_scores(
+    model_dir: Path, rows: list[dict], threads: int, seconds: list[float] | None = None
+) -> list[float]:
+    """PyTorch fp32 eager scores, one row at a time: the reference every runtime is checked against.
+    Each row's time, tokenizing included, is appended to `seconds` where given."""
+    import time
+
     import torch
 
     torch.set_num_threads(threads)
@@ -257,8 +262,11 @@ def reference_scores(model_dir: Path, rows: list[dict], threads: int) -> list[fl
     scores = []
     with torch.inference_mode():
         for r in rows:
+            started = time.perf_counter()
             enc = encode(tokenizer, [(r["prompt"], r["response"])], "pt")
             scores.append(float(model(**enc).logits[0, 0]))
+            if seconds is not None:
+                seconds.append(time.perf_counter() - started)
     return scores
 
 

@@ -264,6 +264,39 @@ THREAD_LAUNCHES = 3
 BATCHING_LAUNCHES = 2
 BUDGET_SPENT = "not compared: its launches would not fit in the time budget left (--budget-min)"
 
+# Sizing the rows to the budget, before any launch: the first replies' reference pass sets the
+# pace of a reply, and each launch also pays a fixed start. LAUNCH_START_S is the mean of the six
+# CPU runtimes' process start, imports and model load on the 2-core hosts (smoke launches,
+# 2026-12-08: eager 12 s, FastAPI 9, ORT-Python 3, native 0.1, torch.compile 15 before compiling).
+PACE_REPLIES = 4
+LAUNCH_START_S = 15.0
+PARITY_PASSES = 2  # the parity gate scores every reply alone, then in batches
+# Rounds 1 and 2 and the reference and parity passes may take this share of the budget; the rest
+# is left for the export, more rounds, the threads and the batching (each said where left out).
+ROUNDS_SHARE = 0.6
+MIN_ROWS = 4
+
+
+def comparison_seconds(replies: int, pace_s: float, runtimes: int, warmup_rows: int) -> float:
+    """The estimated time of the reference and parity passes and two rounds of every runtime over
+    `replies` timed replies, at `pace_s` a reply."""
+    passes = (1 + PARITY_PASSES) * replies + 2 * runtimes * (replies + warmup_rows)
+    return passes * pace_s + 2 * runtimes * LAUNCH_START_S
+
+
+def rows_within_budget(
+    rows: list[dict], pace_s: float, runtimes: int, warmup_rows: int, seconds_left: float
+) -> int:
+    """The most of `rows` (each with its rejected reply, if any) whose comparison_seconds fit in
+    ROUNDS_SHARE of the seconds left, at least MIN_ROWS (or all there are)."""
+    fits = [
+        n
+        for n in range(1, len(rows) + 1)
+        if comparison_seconds(len(timed_rows(rows[:n])), pace_s, runtimes, warmup_rows)
+        <= ROUNDS_SHARE * seconds_left
+    ]
+    return max([min(MIN_ROWS, len(rows)), *fits])
+
 
 def thread_counts(threads: int) -> list[int]:
     """The thread counts advise compares: 1, doubling while below every usable core, then all of
@@ -346,6 +379,38 @@ def resolve_model(name: str) -> Path:
         ) from e
 
 
+def fitted_rows(
+    model: Path, source: list[dict], names: list[str], warmup_rows: int, budget: Budget, threads: int
+) -> tuple[list[dict], dict | None]:
+    """The timed replies of the most rows of `source` that fit the budget (rows_within_budget), at
+    the pace of the first PACE_REPLIES replies on PyTorch. Returns them and, where rows were left
+    out, what was cut, why, and the budget that would hold them all."""
+    from rmbench.export.onnx import reference_scores
+
+    rows, seconds = timed_rows(source), []
+    reference_scores(model, rows[:PACE_REPLIES], threads, seconds)
+    pace = float(np.mean(seconds))
+    keep = rows_within_budget(source, pace, len(names), warmup_rows, budget.seconds - budget.spent())
+    if keep == len(source):
+        return rows, None
+    needed = comparison_seconds(len(rows), pace, len(names), warmup_rows) / ROUNDS_SHARE + budget.spent()
+    cut = {
+        "rows": keep,
+        "of": len(source),
+        "pace_s": round(pace, 2),
+        "budget_min_for_all": math.ceil(needed / 60),
+        "reason": (
+            f"at {pace:.1f} s a reply on PyTorch, two rounds of {len(names)} runtimes over all "
+            f"{len(source)} rows would not fit in the budget"
+        ),
+    }
+    budget.say(
+        f"{keep} of {len(source)} rows ({len(timed_rows(source[:keep]))} replies) fit the budget at "
+        f"{pace:.1f} s a reply; all of them would need about {cut['budget_min_for_all']} min (--budget-min)"
+    )
+    return timed_rows(source[:keep]), cut
+
+
 def advise(
     model: Path,
     rows_path: Path,
@@ -362,10 +427,9 @@ def advise(
     at least, `cap` at most; progress also to the file `log`."""
     family = family_of_folder(model)  # an unknown architecture is refused, naming the known ones
     config = profile_config(ROOT)
-    rows = timed_rows(load_set(rows_path)[:max_rows])
-    count_tokens(rows, {model.name: load_tokenizer(model)})  # batch planning and FLOPs read them
+    source = load_set(rows_path)[:max_rows]
+    rows = timed_rows(source)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     names = names or [n for n in RUNTIMES if "latency" in runtime_class(n).studies]
     refused = {n: reason for n in names if (reason := refusal(n, family, binary))}
     names = [n for n in names if n not in refused]
@@ -376,6 +440,9 @@ def advise(
         f"{', '.join(names) or 'no runtime'}, {launches} to {cap} launches each, then batching; "
         f"budget {budget_s / 60:.0f} min"
     )
+    rows, cut = fitted_rows(model, source, names, config["launch"]["warmup_rows"], budget, threads)
+    count_tokens(rows, {model.name: load_tokenizer(model)})  # batch planning and FLOPs read them
+    (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     onnx, export_failure = prepare(folder, model, rows, config, names)
     if export_failure:
         refused |= {n: export_failure for n in names if runtime_class(n).onnx_needed({})}
@@ -420,6 +487,7 @@ def advise(
         "model": str(model),
         "family": family["name"],
         "rows": len(rows),
+        "rows_cut": cut,
         "cpu_threads": threads,
         "budget_s": budget_s,
         "runtimes": table,
@@ -484,6 +552,14 @@ def advice_markdown(advice: dict) -> str:
         f"Spent {advice['spent_s'] / 60:.1f} of {advice['budget_s'] / 60:.0f} budgeted minutes.",
         "",
     ]
+    if advice["rows_cut"]:
+        cut = advice["rows_cut"]
+        need = cut["budget_min_for_all"]
+        lines += [
+            f"Rows: the first {cut['rows']} of {cut['of']}: {cut['reason']}. "
+            + f"All of them need about {need} minutes (--budget-min {need}).",
+            "",
+        ]
     if advice["fastest"]:
         lead = {
             True: "the lead is settled (95% intervals apart)",
