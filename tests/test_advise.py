@@ -76,21 +76,24 @@ def test_the_fastest_named_is_the_fastest_by_the_launches_it_ran(advised):
     assert "budget 20 min" in printed and "s left)" in printed  # said up front, then per launch
 
 
-def test_the_rows_are_the_most_whose_two_rounds_fit_the_budget():
-    from rmbench.studies.advise import MIN_ROWS, ROUNDS_SHARE, comparison_seconds, rows_within_budget
+def test_the_rows_kept_are_the_most_whose_two_rounds_fit_the_budget():
+    from rmbench.studies.advise import MIN_ROWS, ROUNDS_SHARE, comparison_seconds, replies_within_budget
 
-    pairs = [{"id": str(i), "prompt": "p", "response": "r", "rejected": "x"} for i in range(30)]
-    # a Qwen3-0.6B-sized model here: 2.8 s a reply, six runtimes, one warm-up row, 20 minutes
-    keep = rows_within_budget(pairs, 2.8, 6, 1, 1200)
-    assert MIN_ROWS <= keep < 30
-    assert comparison_seconds(2 * keep, 2.8, 6, 1) <= ROUNDS_SHARE * 1200
-    assert comparison_seconds(2 * (keep + 1), 2.8, 6, 1) > ROUNDS_SHARE * 1200
-    # replies, not rows, set the pace: rows without a rejected reply fit twice as many, or more
-    singles = [{k: v for k, v in row.items() if k != "rejected"} for row in pairs]
-    assert rows_within_budget(singles, 2.8, 6, 1, 1200) >= 2 * keep
-    # a fast model keeps every row; a budget too small for the fewest keeps MIN_ROWS
-    assert rows_within_budget(pairs, 0.01, 6, 1, 1200) == 30
-    assert rows_within_budget(pairs, 2.8, 6, 1, 1) == MIN_ROWS
+    # 30 rows of a chosen and a rejected reply, of the embedded rows' spread of lengths; a
+    # Qwen3-0.6B-sized model on 2 cores (11 ms a token), six runtimes, one warm-up row, 20 minutes
+    tokens = [431, 449, 635, 413, 93, 107, 280, 299, 218, 215] * 6
+    ends = list(range(2, 61, 2))
+    keep = replies_within_budget(tokens, ends, 0.011, 6, 1, 1200)
+    assert keep in ends and 2 * MIN_ROWS <= keep < 60
+    assert comparison_seconds(tokens[:keep], 0.011, 6, 1) <= ROUNDS_SHARE * 1200
+    assert comparison_seconds(tokens[: keep + 2], 0.011, 6, 1) > ROUNDS_SHARE * 1200
+    # whole rows only: with a rejected reply to each, an odd count is never kept
+    assert replies_within_budget(tokens, ends, 0.004, 6, 1, 1200) % 2 == 0
+    # a fast model keeps every row; a budget too small for the fewest keeps MIN_ROWS rows
+    assert replies_within_budget(tokens, ends, 1e-5, 6, 1, 1200) == 60
+    assert replies_within_budget(tokens, ends, 0.011, 6, 1, 1) == 2 * MIN_ROWS
+    # rows without a rejected reply: one reply each
+    assert replies_within_budget(tokens[:30], list(range(1, 31)), 0.011, 6, 1, 1) == MIN_ROWS
 
 
 def test_more_threads_are_advised_only_where_they_beat_the_count_advised_so_far():

@@ -265,7 +265,7 @@ BATCHING_LAUNCHES = 2
 BUDGET_SPENT = "not compared: its launches would not fit in the time budget left (--budget-min)"
 
 # Sizing the rows to the budget, before any launch: the first replies' reference pass sets the
-# pace of a reply, and each launch also pays a fixed start. LAUNCH_START_S is the mean of the six
+# pace of a token, and each launch also pays a fixed start. LAUNCH_START_S is the mean of the six
 # CPU runtimes' process start, imports and model load on the 2-core hosts (smoke launches,
 # 2026-12-08: eager 12 s, FastAPI 9, ORT-Python 3, native 0.1, torch.compile 15 before compiling).
 PACE_REPLIES = 4
@@ -277,25 +277,31 @@ ROUNDS_SHARE = 0.6
 MIN_ROWS = 4
 
 
-def comparison_seconds(replies: int, pace_s: float, runtimes: int, warmup_rows: int) -> float:
+def comparison_seconds(tokens: list[int], pace_s: float, runtimes: int, warmup_rows: int) -> float:
     """The estimated time of the reference and parity passes and two rounds of every runtime over
-    `replies` timed replies, at `pace_s` a reply."""
-    passes = (1 + PARITY_PASSES) * replies + 2 * runtimes * (replies + warmup_rows)
+    replies of these token counts, at `pace_s` a token."""
+    timed, warm = sum(tokens), sum(tokens[:warmup_rows])
+    passes = (1 + PARITY_PASSES) * timed + 2 * runtimes * (timed + warm)
     return passes * pace_s + 2 * runtimes * LAUNCH_START_S
 
 
-def rows_within_budget(
-    rows: list[dict], pace_s: float, runtimes: int, warmup_rows: int, seconds_left: float
+def replies_within_budget(
+    tokens: list[int],
+    row_ends: list[int],
+    pace_s: float,
+    runtimes: int,
+    warmup_rows: int,
+    seconds_left: float,
 ) -> int:
-    """The most of `rows` (each with its rejected reply, if any) whose comparison_seconds fit in
-    ROUNDS_SHARE of the seconds left, at least MIN_ROWS (or all there are)."""
+    """How many of the replies (of these token counts) to keep: whole rows only (`row_ends`, each
+    row's end among the replies), the most whose comparison_seconds fit in ROUNDS_SHARE of the
+    seconds left, and at least MIN_ROWS rows (or all there are)."""
     fits = [
-        n
-        for n in range(1, len(rows) + 1)
-        if comparison_seconds(len(timed_rows(rows[:n])), pace_s, runtimes, warmup_rows)
-        <= ROUNDS_SHARE * seconds_left
+        end
+        for end in row_ends
+        if comparison_seconds(tokens[:end], pace_s, runtimes, warmup_rows) <= ROUNDS_SHARE * seconds_left
     ]
-    return max([min(MIN_ROWS, len(rows)), *fits])
+    return max([row_ends[min(MIN_ROWS, len(row_ends)) - 1], *fits])
 
 
 def thread_counts(threads: int) -> list[int]:
@@ -380,35 +386,43 @@ def resolve_model(name: str) -> Path:
 
 
 def fitted_rows(
-    model: Path, source: list[dict], names: list[str], warmup_rows: int, budget: Budget, threads: int
+    model: Path, rows: list[dict], names: list[str], warmup_rows: int, budget: Budget, threads: int
 ) -> tuple[list[dict], dict | None]:
-    """The timed replies of the most rows of `source` that fit the budget (rows_within_budget), at
-    the pace of the first PACE_REPLIES replies on PyTorch. Returns them and, where rows were left
-    out, what was cut, why, and the budget that would hold them all."""
+    """The most of the timed replies `rows` (count_tokens' lengths on them) that fit the budget
+    (replies_within_budget), at the pace of a token in the first PACE_REPLIES replies on PyTorch.
+    Returns them and, where rows were left out, what was cut, why, and the budget that would hold
+    them all."""
     from rmbench.export.onnx import reference_scores
 
-    rows, seconds = timed_rows(source), []
+    tokens = [row[f"tokens_{model.name}"] for row in rows]
+    row_ends = [
+        i + 1 for i in range(len(rows)) if i + 1 == len(rows) or not rows[i + 1]["id"].endswith("~rejected")
+    ]
+    seconds: list[float] = []
     reference_scores(model, rows[:PACE_REPLIES], threads, seconds)
-    pace = float(np.mean(seconds))
-    keep = rows_within_budget(source, pace, len(names), warmup_rows, budget.seconds - budget.spent())
-    if keep == len(source):
+    pace = sum(seconds) / sum(tokens[: len(seconds)])
+    keep = replies_within_budget(
+        tokens, row_ends, pace, len(names), warmup_rows, budget.seconds - budget.spent()
+    )
+    if keep == len(rows):
         return rows, None
-    needed = comparison_seconds(len(rows), pace, len(names), warmup_rows) / ROUNDS_SHARE + budget.spent()
+    kept_rows = row_ends.index(keep) + 1
+    needed = comparison_seconds(tokens, pace, len(names), warmup_rows) / ROUNDS_SHARE + budget.spent()
     cut = {
-        "rows": keep,
-        "of": len(source),
-        "pace_s": round(pace, 2),
+        "rows": kept_rows,
+        "of": len(row_ends),
+        "ms_per_token": round(1000 * pace, 2),
         "budget_min_for_all": math.ceil(needed / 60),
         "reason": (
-            f"at {pace:.1f} s a reply on PyTorch, two rounds of {len(names)} runtimes over all "
-            f"{len(source)} rows would not fit in the budget"
+            f"at {1000 * pace:.1f} ms a token on PyTorch, two rounds of {len(names)} runtimes over "
+            f"all {len(row_ends)} rows would not fit in the budget"
         ),
     }
     budget.say(
-        f"{keep} of {len(source)} rows ({len(timed_rows(source[:keep]))} replies) fit the budget at "
-        f"{pace:.1f} s a reply; all of them would need about {cut['budget_min_for_all']} min (--budget-min)"
+        f"{kept_rows} of {len(row_ends)} rows ({keep} replies) fit the budget at {1000 * pace:.1f} ms a "
+        f"token; all of them would need about {cut['budget_min_for_all']} min (--budget-min)"
     )
-    return timed_rows(source[:keep]), cut
+    return rows[:keep], cut
 
 
 def advise(
@@ -427,8 +441,7 @@ def advise(
     at least, `cap` at most; progress also to the file `log`."""
     family = family_of_folder(model)  # an unknown architecture is refused, naming the known ones
     config = profile_config(ROOT)
-    source = load_set(rows_path)[:max_rows]
-    rows = timed_rows(source)
+    rows = timed_rows(load_set(rows_path)[:max_rows])
     folder.mkdir(parents=True, exist_ok=True)
     names = names or [n for n in RUNTIMES if "latency" in runtime_class(n).studies]
     refused = {n: reason for n in names if (reason := refusal(n, family, binary))}
@@ -440,8 +453,8 @@ def advise(
         f"{', '.join(names) or 'no runtime'}, {launches} to {cap} launches each, then batching; "
         f"budget {budget_s / 60:.0f} min"
     )
-    rows, cut = fitted_rows(model, source, names, config["launch"]["warmup_rows"], budget, threads)
-    count_tokens(rows, {model.name: load_tokenizer(model)})  # batch planning and FLOPs read them
+    count_tokens(rows, {model.name: load_tokenizer(model)})  # sizing, batch planning and FLOPs read them
+    rows, cut = fitted_rows(model, rows, names, config["launch"]["warmup_rows"], budget, threads)
     (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     onnx, export_failure = prepare(folder, model, rows, config, names)
     if export_failure:
