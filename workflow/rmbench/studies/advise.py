@@ -449,7 +449,7 @@ def advise(
     threads = len(os.sched_getaffinity(0))
     budget = Budget(budget_s, log)
     budget.say(
-        f"{model} ({family['name']}), {len(rows)} rows on {threads} CPU threads: "
+        f"{model} ({family['name']}), {len(rows)} timed replies on {threads} CPU threads: "
         f"{', '.join(names) or 'no runtime'}, {launches} to {cap} launches each, then batching; "
         f"budget {budget_s / 60:.0f} min"
     )
@@ -561,7 +561,8 @@ def advice_markdown(advice: dict) -> str:
     lines = [
         f"# Advice for {advice['model']}",
         "",
-        f"Family {advice['family']}, {advice['rows']} rows, {advice['cpu_threads']} threads, on {advice['host'] or 'this host'}.",
+        f"Family {advice['family']}, {advice['rows']} timed replies, {advice['cpu_threads']} threads, "
+        + f"on {advice['host'] or 'this host'}.",
         f"Spent {advice['spent_s'] / 60:.1f} of {advice['budget_s'] / 60:.0f} budgeted minutes.",
         "",
     ]
