@@ -167,6 +167,14 @@ def test_an_unknown_architecture_is_refused_naming_the_known_families(tmp_path, 
     assert "Qwen3ForSequenceClassification" in run.stderr and not (tmp_path / "out" / "advice.json").exists()
 
 
+def test_a_rows_file_without_rows_is_refused_with_its_name(tiny_decoder, tmp_path):
+    empty = tmp_path / "rows.jsonl"
+    empty.write_text("")
+    run = advise(tiny_decoder["model"], empty, tmp_path / "out")
+    assert run.returncode != 0 and f"{empty} holds no rows" in run.stderr
+    assert not (tmp_path / "out" / "advice.json").exists()
+
+
 def dry_run_jobs(*args: str) -> list[str]:
     run = snakemake(ROOT, "-n", *args, profile="default", cores=1)
     assert run.returncode == 0, run.stdout + run.stderr

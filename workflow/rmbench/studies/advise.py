@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rmbench.errors import ModelSourceError, RmbenchError
+from rmbench.errors import DataSourceError, ModelSourceError, RmbenchError
 from rmbench.export.precision import preference_fidelity
 from rmbench.models.build import count_tokens, load_tokenizer
 from rmbench.models.data import load_set
@@ -442,6 +442,8 @@ def advise(
     family = family_of_folder(model)  # an unknown architecture is refused, naming the known ones
     config = profile_config(ROOT)
     rows = timed_rows(load_set(rows_path)[:max_rows])
+    if not rows:
+        raise DataSourceError(f"{rows_path} holds no rows: advise needs at least one to time")
     folder.mkdir(parents=True, exist_ok=True)
     names = names or [n for n in RUNTIMES if "latency" in runtime_class(n).studies]
     refused = {n: reason for n in names if (reason := refusal(n, family, binary))}
