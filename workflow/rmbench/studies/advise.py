@@ -267,7 +267,7 @@ BUDGET_SPENT = "not compared: its launches would not fit in the time budget left
 # Sizing the rows to the budget, before any launch: the first replies' reference pass sets the
 # pace of a token, and each launch also pays a fixed start (process, imports, model load).
 # LAUNCH_START_S lies between a toy model's loads (0.1-15 s by runtime in the smoke run) and a
-# full-size one's start (about 18 s for Qwen3-0.6B, 28 s for Llama-3.2-1B, with torch.compile's
+# full-size one's start (about 18 s for Qwen3-0.6B, 30 s for Llama-3.2-1B, with torch.compile's
 # compiles on top): run log 2026-12-08. The budget's own accounting corrects it after round 1.
 PACE_REPLIES = 4
 LAUNCH_START_S = 15.0
