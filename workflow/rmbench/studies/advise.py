@@ -194,13 +194,17 @@ def run_rounds(
     return {name: rs for name, rs in ok.items() if rs and name not in failed}, failed
 
 
-def prepare(folder: Path, model: Path, rows: list[dict], config: dict, names: list[str]) -> tuple:
-    """The reference scores (PyTorch fp32, one row at a time) and, where a runtime needs one, the
-    ONNX export behind its parity gate. Returns (onnx path or None, why the export failed or None)."""
+def prepare(
+    folder: Path, model: Path, rows: list[dict], scored: list[float], config: dict, names: list[str]
+) -> tuple:
+    """The reference scores (PyTorch fp32, one row at a time; the first rows' are `scored` already)
+    and, where a runtime needs one, the ONNX export behind its parity gate. Returns (onnx path or
+    None, why the export failed or None)."""
     from rmbench.export.onnx import export_onnx, parity_failure, parity_report, reference_scores
 
     threads = len(os.sched_getaffinity(0))
-    scores = reference_scores(model, rows, threads)
+    rest = rows[len(scored) :]
+    scores = scored[: len(rows)] + (reference_scores(model, rest, threads) if rest else [])
     write_json({"ids": [r["id"] for r in rows], "scores": scores}, folder / "reference.json")
     if not any(runtime_class(n).onnx_needed(runtime_options(n, Path())) for n in names):
         return None, None
@@ -388,11 +392,11 @@ def resolve_model(name: str) -> Path:
 
 def fitted_rows(
     model: Path, rows: list[dict], names: list[str], warmup_rows: int, budget: Budget, threads: int
-) -> tuple[list[dict], dict | None]:
+) -> tuple[list[dict], list[float], dict | None]:
     """The most of the timed replies `rows` (count_tokens' lengths on them) that fit the budget
     (replies_within_budget), at the pace of a token in the first PACE_REPLIES replies on PyTorch.
-    Returns them and, where rows were left out, what was cut, why, and the budget that would hold
-    them all."""
+    Returns them, those first replies' reference scores and, where rows were left out, what was
+    cut, why, and the budget that would hold them all."""
     from rmbench.export.onnx import reference_scores
 
     tokens = [row[f"tokens_{model.name}"] for row in rows]
@@ -400,13 +404,13 @@ def fitted_rows(
         i + 1 for i in range(len(rows)) if i + 1 == len(rows) or not rows[i + 1]["id"].endswith("~rejected")
     ]
     seconds: list[float] = []
-    reference_scores(model, rows[:PACE_REPLIES], threads, seconds)
+    scored = reference_scores(model, rows[:PACE_REPLIES], threads, seconds)
     pace = sum(seconds) / sum(tokens[: len(seconds)])
     keep = replies_within_budget(
         tokens, row_ends, pace, len(names), warmup_rows, budget.seconds - budget.spent()
     )
     if keep == len(rows):
-        return rows, None
+        return rows, scored, None
     kept_rows = row_ends.index(keep) + 1
     needed = comparison_seconds(tokens, pace, len(names), warmup_rows) / ROUNDS_SHARE + budget.spent()
     cut = {
@@ -423,7 +427,7 @@ def fitted_rows(
         f"{kept_rows} of {len(row_ends)} rows ({keep} replies) fit the budget at {1000 * pace:.1f} ms a "
         f"token; all of them would need about {cut['budget_min_for_all']} min (--budget-min)"
     )
-    return rows[:keep], cut
+    return rows[:keep], scored, cut
 
 
 def advise(
@@ -457,9 +461,9 @@ def advise(
         f"budget {budget_s / 60:.0f} min"
     )
     count_tokens(rows, {model.name: load_tokenizer(model)})  # sizing, batch planning and FLOPs read them
-    rows, cut = fitted_rows(model, rows, names, config["launch"]["warmup_rows"], budget, threads)
+    rows, scored, cut = fitted_rows(model, rows, names, config["launch"]["warmup_rows"], budget, threads)
     (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    onnx, export_failure = prepare(folder, model, rows, config, names)
+    onnx, export_failure = prepare(folder, model, rows, scored, config, names)
     if export_failure:
         refused |= {n: export_failure for n in names if runtime_class(n).onnx_needed({})}
         names = [n for n in names if n not in refused]
